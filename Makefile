@@ -1,0 +1,51 @@
+# Two commands for a fresh machine: `make run` and `make test` (see README.md).
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+
+RUN_STAMP  := $(VENV)/.run-installed
+TEST_STAMP := $(VENV)/.test-installed
+
+.PHONY: install install-dev run serve test lint browser clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(RUN_STAMP): requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+$(TEST_STAMP): requirements.txt requirements-dev.txt $(RUN_STAMP)
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@
+
+install: $(RUN_STAMP)
+install-dev: $(TEST_STAMP)
+
+## make run: install, migrate, seed demo worlds + an admin, serve on http://$(HOST):$(PORT)
+run: install
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py collectstatic --noinput -v 0
+	$(BIN)/python manage.py seed_demo
+	@echo "Serving Worldsite on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"
+	$(BIN)/daphne -b $(HOST) -p $(PORT) worldsite.asgi:application
+
+## make test: install everything the suite needs and run it (lint first: it is fast)
+test: install-dev browser
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: install-dev
+	$(BIN)/ruff check .
+
+## Debian's chromium for the browser tests (never a browser download by a tool)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "Installing Debian chromium for the browser tests..."; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core; }
+
+clean:
+	rm -rf $(VENV) var test-artifacts .pytest_cache .ruff_cache

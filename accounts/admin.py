@@ -1,0 +1,88 @@
+from django import forms
+from django.contrib import admin, messages
+
+from accounts import services
+from accounts.models import BetaApplication, Invitation
+
+
+def _site_base_url(request) -> str:
+    """Links in e-mails point at the host the admin is using (the right port in tests too)."""
+    return request.build_absolute_uri("/").rstrip("/")
+
+
+@admin.register(BetaApplication)
+class BetaApplicationAdmin(admin.ModelAdmin):
+    list_display = ["email", "name", "status", "created_at", "reviewed_at"]
+    list_filter = ["status", "created_at"]
+    search_fields = ["email", "name", "intent"]
+    readonly_fields = ["email", "name", "intent", "created_at", "reviewed_at", "reviewed_by"]
+    actions = ["approve", "reject"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # applications come from the public form
+
+    @admin.action(description="Approve and e-mail an invitation")
+    def approve(self, request, queryset):
+        issued = services.beta_applications_approve(
+            applications=queryset, reviewer=request.user, base_url=_site_base_url(request)
+        )
+        skipped = queryset.count() - len(issued)
+        self.message_user(request, f"Approved {len(issued)} application(s); invitations e-mailed.")
+        if skipped:
+            self.message_user(
+                request, f"{skipped} were already reviewed and were left alone.", messages.WARNING
+            )
+
+    @admin.action(description="Reject")
+    def reject(self, request, queryset):
+        rejected = services.beta_applications_reject(applications=queryset, reviewer=request.user)
+        self.message_user(request, f"Rejected {rejected} application(s).")
+
+
+class InvitationAddForm(forms.ModelForm):
+    class Meta:
+        model = Invitation
+        fields = ["email"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ["email", "state_label", "created_at", "expires_at", "used_by"]
+    list_filter = ["created_at", "expires_at"]
+    search_fields = ["email"]
+    actions = ["revoke"]
+    readonly_fields = [
+        "email", "application", "created_by", "created_at", "expires_at", "used_at", "used_by",
+        "revoked_at",
+    ]
+
+    @admin.display(description="state")
+    def state_label(self, obj: Invitation) -> str:
+        return obj.state.label
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = InvitationAddForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.readonly_fields if obj is not None else []
+
+    def get_fields(self, request, obj=None):
+        return ["email"] if obj is None else self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return  # invitations are immutable once sent; revoke and invite again instead
+        issued = services.invitation_create(
+            email=form.cleaned_data["email"],
+            created_by=request.user,
+            base_url=_site_base_url(request),
+        )
+        obj.pk = issued.invitation.pk
+        self.message_user(request, f"Invitation e-mailed to {issued.invitation.email}.")
+
+    @admin.action(description="Revoke selected invitations")
+    def revoke(self, request, queryset):
+        revoked = services.invitations_revoke(invitations=queryset)
+        self.message_user(request, f"Revoked {revoked} invitation(s).")

@@ -1,0 +1,177 @@
+"""Write-side business logic for the invite-only beta."""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+
+from accounts.models import BetaApplication, Invitation
+from accounts.selectors import beta_application_get_by_email, invitation_get_by_token
+from accounts.tokens import invitation_token_hash, invitation_token_new
+
+
+class InvitationInvalid(Exception):
+    """The token cannot be used; `state` says why (unknown, used, revoked, expired)."""
+
+    def __init__(self, state: str, message: str) -> None:
+        super().__init__(message)
+        self.state = state
+        self.message = message
+
+
+INVITATION_PROBLEMS = {
+    "unknown": "This invitation link is not valid. Check that you copied the whole link.",
+    Invitation.State.USED: "This invitation has already been used. Log in with the account "
+    "that was created with it, or reset its password.",
+    Invitation.State.REVOKED: "This invitation was withdrawn. Ask us for a new one if you "
+    "think that is a mistake.",
+    Invitation.State.EXPIRED: "This invitation has expired. Apply again and we will send a "
+    "fresh one.",
+}
+
+
+@dataclass(frozen=True)
+class IssuedInvitation:
+    invitation: Invitation
+    link: str
+
+
+def beta_application_submit(*, email: str, name: str, intent: str) -> tuple[BetaApplication, bool]:
+    """Record an application; a second one from the same address returns the first, unchanged."""
+    email = email.strip()
+    existing = beta_application_get_by_email(email=email)
+    if existing is not None:
+        return existing, False
+    try:
+        with transaction.atomic():
+            application = BetaApplication.objects.create(
+                email=email, name=name.strip(), intent=intent.strip()
+            )
+    except IntegrityError:
+        # A concurrent submission of the same address won the race; answer with that one.
+        existing = beta_application_get_by_email(email=email)
+        if existing is None:
+            raise
+        return existing, False
+    return application, True
+
+
+def invitation_create(
+    *,
+    email: str,
+    created_by: AbstractBaseUser | None,
+    application: BetaApplication | None = None,
+    base_url: str | None = None,
+) -> IssuedInvitation:
+    """Create a single-use invitation and e-mail its link. The raw token exists only in the link."""
+    token = invitation_token_new()
+    invitation = Invitation.objects.create(
+        email=email.strip(),
+        token_hash=invitation_token_hash(token),
+        application=application,
+        created_by=created_by,
+        expires_at=timezone.now() + timedelta(days=settings.INVITATION_TTL_DAYS),
+    )
+    link = (base_url or settings.SITE_URL).rstrip("/") + reverse(
+        "accounts:invitation_accept", kwargs={"token": token}
+    )
+    context = {"link": link, "invitation": invitation, "ttl_days": settings.INVITATION_TTL_DAYS}
+    send_mail(
+        subject="Your invitation to the Worldsite beta",
+        message=render_to_string("accounts/email/invitation.txt", context),
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        recipient_list=[invitation.email],
+    )
+    return IssuedInvitation(invitation=invitation, link=link)
+
+
+def beta_applications_approve(
+    *,
+    applications: Iterable[BetaApplication],
+    reviewer: AbstractBaseUser,
+    base_url: str | None = None,
+) -> list[IssuedInvitation]:
+    """Approve pending applications, each with a fresh invitation; others are left alone."""
+    issued = []
+    for application in applications:
+        with transaction.atomic():
+            updated = BetaApplication.objects.filter(
+                pk=application.pk, status=BetaApplication.Status.PENDING
+            ).update(
+                status=BetaApplication.Status.APPROVED,
+                reviewed_at=timezone.now(),
+                reviewed_by=reviewer,
+            )
+        if not updated:
+            continue
+        issued.append(
+            invitation_create(
+                email=application.email,
+                created_by=reviewer,
+                application=application,
+                base_url=base_url,
+            )
+        )
+    return issued
+
+
+def beta_applications_reject(
+    *, applications: Iterable[BetaApplication], reviewer: AbstractBaseUser
+) -> int:
+    """Reject pending applications. No e-mail is sent; returns how many changed."""
+    pks = [application.pk for application in applications]
+    return BetaApplication.objects.filter(pk__in=pks, status=BetaApplication.Status.PENDING).update(
+        status=BetaApplication.Status.REJECTED, reviewed_at=timezone.now(), reviewed_by=reviewer
+    )
+
+
+def invitations_revoke(*, invitations: Iterable[Invitation]) -> int:
+    """Withdraw invitations that are still unused; returns how many changed."""
+    pks = [invitation.pk for invitation in invitations]
+    return Invitation.objects.filter(
+        pk__in=pks, used_at__isnull=True, revoked_at__isnull=True
+    ).update(revoked_at=timezone.now())
+
+
+def invitation_check(*, token: str) -> Invitation:
+    """Return the invitation behind a usable token, or raise InvitationInvalid saying why."""
+    invitation = invitation_get_by_token(token=token)
+    if invitation is None:
+        raise InvitationInvalid("unknown", INVITATION_PROBLEMS["unknown"])
+    if invitation.state != Invitation.State.VALID:
+        raise InvitationInvalid(invitation.state, INVITATION_PROBLEMS[invitation.state])
+    return invitation
+
+
+def invitation_accept(*, token: str, username: str, password: str) -> AbstractBaseUser:
+    """Create the member's account from a valid invitation, using the invitation up.
+
+    The invitation row is locked, so two tabs submitting the same link create one account.
+    """
+    user_model = get_user_model()
+    with transaction.atomic():
+        invitation = invitation_check(token=token)
+        invitation = Invitation.objects.select_for_update().get(pk=invitation.pk)
+        if invitation.state != Invitation.State.VALID:
+            raise InvitationInvalid(invitation.state, INVITATION_PROBLEMS[invitation.state])
+        if user_model.objects.filter(username__iexact=username).exists():
+            raise ValidationError({"username": "That username is taken; pick another."})
+        candidate = user_model(username=username, email=invitation.email)
+        validate_password(password, user=candidate)
+        user = user_model.objects.create_user(
+            username=username, email=invitation.email, password=password
+        )
+        invitation.used_at = timezone.now()
+        invitation.used_by = user
+        invitation.save(update_fields=["used_at", "used_by"])
+    return user

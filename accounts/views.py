@@ -1,0 +1,80 @@
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from accounts import services
+from accounts.forms import BetaApplicationForm, InvitationSignupForm
+from sessions import selectors as session_selectors
+
+# Status codes for the "this link can't be used" page: gone for links that once worked.
+INVITATION_PROBLEM_STATUS = {"unknown": 404, "used": 410, "revoked": 410, "expired": 410}
+
+
+@require_http_methods(["GET", "POST"])
+def beta_apply(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated:
+        return redirect("gallery:world_list")
+    form = BetaApplicationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        _, created = services.beta_application_submit(**form.cleaned_data)
+        request.session["beta_application_new"] = created
+        return redirect("accounts:beta_thanks")
+    return render(request, "accounts/beta_apply.html", {"form": form})
+
+
+def beta_thanks(request: HttpRequest) -> HttpResponse:
+    created = request.session.pop("beta_application_new", True)
+    return render(request, "accounts/beta_thanks.html", {"created": created})
+
+
+@require_http_methods(["GET", "POST"])
+def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
+    try:
+        invitation = services.invitation_check(token=token)
+    except services.InvitationInvalid as problem:
+        return _invitation_problem(request, problem)
+
+    form = InvitationSignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user = services.invitation_accept(
+                token=token,
+                username=form.cleaned_data["username"],
+                password=form.cleaned_data["password1"],
+            )
+        except services.InvitationInvalid as problem:
+            return _invitation_problem(request, problem)
+        except ValidationError as error:
+            _attach_errors(form, error)
+        else:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            return redirect("gallery:world_list")
+    return render(
+        request, "accounts/invitation_accept.html", {"form": form, "invitation": invitation}
+    )
+
+
+def _invitation_problem(request: HttpRequest, problem: services.InvitationInvalid) -> HttpResponse:
+    status = INVITATION_PROBLEM_STATUS.get(problem.state, 404)
+    context = {"message": problem.message, "state": problem.state}
+    return render(request, "accounts/invitation_problem.html", context, status=status)
+
+
+def _attach_errors(form: InvitationSignupForm, error: ValidationError) -> None:
+    if hasattr(error, "error_dict"):
+        for field, messages in error.message_dict.items():
+            form.add_error(field if field in form.fields else None, messages)
+    else:
+        form.add_error("password1", error.messages)
+
+
+@login_required
+def profile(request: HttpRequest) -> HttpResponse:
+    context = {
+        "usage": session_selectors.quota_usage(user=request.user),
+        "sessions": session_selectors.session_list_for_owner(owner=request.user)[:50],
+    }
+    return render(request, "accounts/profile.html", context)

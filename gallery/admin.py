@@ -1,0 +1,50 @@
+from django.contrib import admin
+
+from gallery.models import Tag, World
+
+
+@admin.register(Tag)
+class TagAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+    search_fields = ["name"]
+
+
+@admin.register(World)
+class WorldAdmin(admin.ModelAdmin):
+    list_display = [
+        "title",
+        "theme",
+        "seed",
+        "is_published",
+        "is_featured",
+        "sort_order",
+        "updated_at",
+    ]
+    list_editable = ["is_published", "is_featured", "sort_order"]
+    list_filter = ["is_published", "is_featured", "theme", "tags"]
+    search_fields = ["title", "slug", "description"]
+    prepopulated_fields = {"slug": ["title"]}
+    filter_horizontal = ["tags"]
+    readonly_fields = ["created_at", "updated_at"]
+    actions = ["publish", "unpublish"]
+    fieldsets = [
+        (None, {"fields": ["title", "slug", "description", "tags"]}),
+        (
+            "What the engine starts from",
+            {"fields": ["theme", "seed", "initial_prompt", "reference_image"]},
+        ),
+        ("Gallery", {"fields": ["is_published", "is_featured", "sort_order"]}),
+        ("Generated media", {"fields": ["thumbnail", "preview"], "classes": ["collapse"]}),
+        ("History", {"fields": ["created_at", "updated_at"]}),
+    ]
+
+    @admin.action(description="Publish selected worlds")
+    def publish(self, request, queryset):
+        updated = queryset.update(is_published=True)
+        self.message_user(request, f"Published {updated} world(s).")
+
+    @admin.action(description="Unpublish selected worlds (also un-features them)")
+    def unpublish(self, request, queryset):
+        updated = queryset.update(is_published=False, is_featured=False)
+        self.message_user(request, f"Unpublished {updated} world(s).")

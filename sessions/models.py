@@ -1,0 +1,71 @@
+import uuid
+
+from django.conf import settings
+from django.core.validators import MinValueValidator
+from django.db import models
+
+
+class PlaySession(models.Model):
+    """One player in one world. State changes go through sessions.services only."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        STARTING = "starting", "Starting"
+        LIVE = "live", "Live"
+        ENDED = "ended", "Ended"
+        FAILED = "failed", "Failed"
+
+    ACTIVE_STATES = (State.QUEUED, State.STARTING, State.LIVE)
+    # States that hold a slot of the site-wide engine capacity.
+    RUNNING_STATES = (State.STARTING, State.LIVE)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="play_sessions"
+    )
+    world = models.ForeignKey("gallery.World", on_delete=models.PROTECT, related_name="sessions")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="When it went live.")
+    ended_at = models.DateTimeField(null=True, blank=True)
+    allowed_seconds = models.PositiveIntegerField(
+        default=0, help_text="Longest this session may run, fixed when it was admitted."
+    )
+    seconds_used = models.PositiveIntegerField(default=0)
+    end_reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["state", "created_at"]),
+            models.Index(fields=["owner", "state"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.owner} in {self.world} ({self.state})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in self.ACTIVE_STATES
+
+
+class UserQuota(models.Model):
+    """Per-user overrides of the site-wide quota defaults; a blank field means 'use the default'."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="quota"
+    )
+    play_seconds_per_day = models.PositiveIntegerField(null=True, blank=True)
+    concurrent_sessions = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)]
+    )
+    max_session_seconds = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(10)]
+    )
+    exports_per_day = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "user quota"
+
+    def __str__(self) -> str:
+        return f"Quota for {self.user}"

@@ -1,0 +1,3 @@
+"""WebSocket routes, mounted under /ws/ by worldsite.asgi."""
+
+websocket_urlpatterns: list = []

@@ -1,0 +1,175 @@
+"""Write-side business logic for play sessions: reservations, the state machine, the queue.
+
+Every decision that compares counts against limits runs under one reservation lock, so many
+players pressing Play at once can never push the site past a limit.
+"""
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.utils import timezone
+
+from gallery.models import World
+from sessions import selectors
+from sessions.models import PlaySession
+
+State = PlaySession.State
+
+ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
+    State.QUEUED: frozenset({State.STARTING, State.ENDED, State.FAILED}),
+    State.STARTING: frozenset({State.LIVE, State.ENDED, State.FAILED}),
+    State.LIVE: frozenset({State.ENDED, State.FAILED}),
+    State.ENDED: frozenset(),
+    State.FAILED: frozenset(),
+}
+
+# Any constant works; it names the one PostgreSQL advisory lock the reservation logic uses.
+RESERVATION_LOCK_KEY = 0x57_6F_72_6C_64  # "World"
+
+
+class IllegalTransition(Exception):
+    """A state change the session state machine does not allow."""
+
+
+class Decision(StrEnum):
+    ADMIT = "admit"
+    QUEUE = "queue"
+    REFUSE = "refuse"
+
+
+@dataclass(frozen=True)
+class Reservation:
+    decision: Decision
+    session: PlaySession | None = None
+    queue_position: int | None = None
+    reason: str = ""
+
+
+def _lock_reservations() -> None:
+    """Serialize quota decisions until the surrounding transaction ends.
+
+    PostgreSQL: a transaction-scoped advisory lock. SQLite: the settings open every transaction
+    with BEGIN IMMEDIATE, which already takes the database's single write lock.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [RESERVATION_LOCK_KEY])
+
+
+def _transition(session: PlaySession, to_state: str, *, reason: str = "") -> PlaySession:
+    """Move a session to `to_state`, re-reading its state under a row lock first."""
+    with transaction.atomic():
+        locked = PlaySession.objects.select_for_update().get(pk=session.pk)
+        if to_state not in ALLOWED_TRANSITIONS[locked.state]:
+            raise IllegalTransition(
+                f"A {locked.state} session cannot become {to_state} (session {locked.pk})."
+            )
+        now = timezone.now()
+        locked.state = to_state
+        if to_state == State.LIVE:
+            locked.started_at = now
+        if to_state in (State.ENDED, State.FAILED):
+            locked.ended_at = now
+            locked.end_reason = reason[:200]
+            if locked.started_at:
+                locked.seconds_used = max(0, int((now - locked.started_at).total_seconds()))
+        locked.save()
+    session.refresh_from_db()
+    return session
+
+
+def _admit(session: PlaySession) -> Reservation | None:
+    """Admit a queued session if its owner still has play time; None when they have none."""
+    usage = selectors.quota_usage(user=session.owner)
+    allowed = min(usage.quota.max_session_seconds, usage.play_seconds_left)
+    if allowed <= 0:
+        return None
+    session.allowed_seconds = allowed
+    session.save(update_fields=["allowed_seconds"])
+    _transition(session, State.STARTING)
+    return Reservation(decision=Decision.ADMIT, session=session)
+
+
+def _refusal_reason(*, user: AbstractBaseUser, world: World) -> str:
+    if not world.is_published:
+        return "This world is not open for play right now."
+    usage = selectors.quota_usage(user=user)
+    if usage.active_sessions >= usage.quota.concurrent_sessions:
+        return (
+            f"You already have {usage.active_sessions} session(s) running; your limit is "
+            f"{usage.quota.concurrent_sessions}. End one to start another."
+        )
+    if usage.play_seconds_left <= 0:
+        return "You have used today's play time. It resets at midnight UTC."
+    return ""
+
+
+def _advance_queue_locked() -> None:
+    """Admit waiting sessions, oldest first, while engine capacity is free (lock held)."""
+    free = settings.ENGINE_CAPACITY - selectors.running_session_count()
+    for session in selectors.queued_sessions().select_related("owner")[: max(free, 0) + 10]:
+        if free <= 0:
+            break
+        if _admit(session) is None:
+            _transition(session, State.ENDED, reason="Daily play time ran out while queued.")
+            continue
+        free -= 1
+
+
+def session_reserve(*, user: AbstractBaseUser, world: World) -> Reservation:
+    """Decide whether `user` may play `world` now: admit, queue (with position) or refuse."""
+    with transaction.atomic():
+        _lock_reservations()
+        _advance_queue_locked()
+        reason = _refusal_reason(user=user, world=world)
+        if reason:
+            return Reservation(decision=Decision.REFUSE, reason=reason)
+
+        waiting = selectors.queued_sessions().count()
+        has_capacity = selectors.running_session_count() < settings.ENGINE_CAPACITY
+        if not has_capacity or waiting:
+            if waiting >= settings.QUEUE_MAX_LENGTH:
+                return Reservation(
+                    decision=Decision.REFUSE,
+                    reason="Every world engine is busy and the queue is full. "
+                    "Please try again in a few minutes.",
+                )
+            session = PlaySession.objects.create(owner=user, world=world)
+            return Reservation(
+                decision=Decision.QUEUE,
+                session=session,
+                queue_position=selectors.queue_position(session=session),
+            )
+
+        session = PlaySession.objects.create(owner=user, world=world)
+        admitted = _admit(session)
+        assert admitted is not None  # _refusal_reason checked the play time under the lock
+        return admitted
+
+
+def session_advance_queue() -> None:
+    """Admit waiting sessions into freed capacity (after a session ends, or periodically)."""
+    with transaction.atomic():
+        _lock_reservations()
+        _advance_queue_locked()
+
+
+def session_mark_live(*, session: PlaySession) -> PlaySession:
+    return _transition(session, State.LIVE)
+
+
+def session_end(*, session: PlaySession, reason: str) -> PlaySession:
+    """End a session normally (player left, time up, admin) and let the queue move up."""
+    _transition(session, State.ENDED, reason=reason)
+    session_advance_queue()
+    return session
+
+
+def session_fail(*, session: PlaySession, reason: str) -> PlaySession:
+    """End a session because something broke; the reason is shown to the player."""
+    _transition(session, State.FAILED, reason=reason)
+    session_advance_queue()
+    return session

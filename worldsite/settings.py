@@ -1,0 +1,222 @@
+"""Worldsite settings: every environment variable the site reads is read here, and only here.
+
+Embedded default (no environment): SQLite, the in-memory channel layer, Celery tasks run eagerly
+in-process, console e-mail. Scaled: DATABASE_URL -> PostgreSQL, REDIS_URL -> channels_redis and
+the Celery broker, EMAIL_HOST -> SMTP. The README lists every variable.
+"""
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("WORLDSITE_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from exc
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _local_secret_key() -> str:
+    """A per-install key kept in var/ so sessions survive restarts without a committed secret."""
+    key_file = VAR_DIR / "secret_key"
+    if not key_file.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or _local_secret_key()
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+# Absolute base for links in e-mails (invitations, password resets sent outside a request).
+SITE_URL = os.environ.get("WORLDSITE_SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+INSTALLED_APPS = [
+    "daphne",
+    # First, so its templates (login, password reset) win over the admin's look-alikes.
+    "frontend",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "channels",
+    "accounts",
+    "gallery",
+    "sessions.apps.PlaySessionsConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "worldsite.urls"
+ASGI_APPLICATION = "worldsite.asgi.application"
+WSGI_APPLICATION = "worldsite.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ---------------------------------------------------------------------------------
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "db.sqlite3",
+            # IMMEDIATE: a transaction takes the write lock when it begins, so quota decisions
+            # made inside one are serialized (PostgreSQL uses an advisory lock instead).
+            "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Channels and Celery ------------------------------------------------------------------------
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_RESULT_BACKEND = REDIS_URL
+    CELERY_TASK_ALWAYS_EAGER = False
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CELERY_BROKER_URL = "memory://"
+    CELERY_RESULT_BACKEND = "cache+memory://"
+    CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+
+# --- Auth ---------------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/worlds/"
+LOGOUT_REDIRECT_URL = "/"
+
+# --- E-mail -------------------------------------------------------------------------------------
+DEFAULT_FROM_EMAIL = os.environ.get("WORLDSITE_FROM_EMAIL", "Worldsite <beta@worldsite.local>")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+if EMAIL_HOST:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_PORT = env_int("EMAIL_PORT", 587)
+    EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+    EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+
+# --- Static and media ---------------------------------------------------------------------------
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "static"
+MEDIA_URL = "/media/"
+MEDIA_ROOT = Path(os.environ.get("WORLDSITE_MEDIA_ROOT", VAR_DIR / "media"))
+# Single-machine installs serve uploads themselves; behind a real web server, turn this off.
+SERVE_MEDIA = env_bool("WORLDSITE_SERVE_MEDIA", True)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+# Uploads above this are refused before they are read into memory.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+
+# --- Internationalisation -----------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# --- Worldsite product limits -------------------------------------------------------------------
+# Site-wide quota defaults; admins override them per user (sessions.UserQuota).
+QUOTA_PLAY_SECONDS_PER_DAY = env_int("WORLDSITE_QUOTA_PLAY_SECONDS_PER_DAY", 3600)
+QUOTA_CONCURRENT_SESSIONS = env_int("WORLDSITE_QUOTA_CONCURRENT_SESSIONS", 1)
+QUOTA_MAX_SESSION_SECONDS = env_int("WORLDSITE_QUOTA_MAX_SESSION_SECONDS", 1200)
+QUOTA_EXPORTS_PER_DAY = env_int("WORLDSITE_QUOTA_EXPORTS_PER_DAY", 5)
+# How many sessions the engine workers can run live at once, across the whole site.
+ENGINE_CAPACITY = env_int("WORLDSITE_ENGINE_CAPACITY", 2)
+# Players waiting beyond this are refused rather than queued.
+QUEUE_MAX_LENGTH = env_int("WORLDSITE_QUEUE_MAX_LENGTH", 20)
+INVITATION_TTL_DAYS = env_int("WORLDSITE_INVITATION_TTL_DAYS", 7)
+
+# Reference images for worlds: what the upload validator accepts.
+REFERENCE_IMAGE_MAX_BYTES = env_int("WORLDSITE_REFERENCE_IMAGE_MAX_BYTES", 4 * 1024 * 1024)
+REFERENCE_IMAGE_MAX_SIDE = 4096
+REFERENCE_IMAGE_MIN_SIDE = 16
+REFERENCE_IMAGE_MAX_PIXELS = 16_000_000
+
+if not DEBUG and SECRET_KEY.startswith("django-insecure"):
+    raise ImproperlyConfigured("Refusing to run with an insecure SECRET_KEY while DEBUG is off.")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("WORLDSITE_LOG_LEVEL", "INFO")},
+}
