@@ -1,7 +1,7 @@
 """Read-side queries for play sessions and quotas."""
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -56,7 +56,7 @@ def quota_for(*, user: AbstractBaseUser) -> Quota:
 def day_start(now: datetime | None = None) -> datetime:
     """Quotas reset at midnight UTC."""
     now = now or timezone.now()
-    return now.astimezone(timezone.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def play_seconds_today(*, user: AbstractBaseUser, now: datetime | None = None) -> int:

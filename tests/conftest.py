@@ -1,0 +1,29 @@
+import pytest
+
+from tests.factories import UserFactory, WorldFactory
+
+
+@pytest.fixture(autouse=True)
+def _isolated_files(settings, tmp_path):
+    """Uploads never land in the developer's var/media; static files come from the app folders
+    (tests do not depend on a prior collectstatic)."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
+@pytest.fixture
+def member(db):
+    return UserFactory(username="member")
+
+
+@pytest.fixture
+def admin_user(db):
+    return UserFactory(username="boss", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def world(db):
+    return WorldFactory(slug="ember", title="Ember Forest")
