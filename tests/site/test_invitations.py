@@ -13,7 +13,11 @@ from accounts.models import Invitation
 pytestmark = pytest.mark.django_db
 User = get_user_model()
 
-GOOD = {"username": "newplayer", "password1": "a-long-Pass-phrase-9", "password2": "a-long-Pass-phrase-9"}
+GOOD = {
+    "username": "newplayer",
+    "password1": "a-long-Pass-phrase-9",
+    "password2": "a-long-Pass-phrase-9",
+}
 
 
 @pytest.fixture
@@ -65,7 +69,9 @@ def test_forged_token_gets_a_clear_page(client, issued, token):
 
 
 def test_weak_password_and_mismatch_are_explained(client, issued):
-    response = client.post(_path(issued), {"username": "newplayer", "password1": "123", "password2": "123"})
+    response = client.post(
+        _path(issued), {"username": "newplayer", "password1": "123", "password2": "123"}
+    )
     assert response.status_code == 200
     assert b"too short" in response.content
     response = client.post(_path(issued), {**GOOD, "password2": "different-Pass-phrase-9"})

@@ -113,7 +113,11 @@ def test_full_engine_queues_in_order_and_advances_when_a_slot_frees(world):
     players = UserFactory.create_batch(5)
     results = [services.session_reserve(user=p, world=world) for p in players]
     assert [r.decision for r in results] == [
-        Decision.ADMIT, Decision.ADMIT, Decision.QUEUE, Decision.QUEUE, Decision.QUEUE,
+        Decision.ADMIT,
+        Decision.ADMIT,
+        Decision.QUEUE,
+        Decision.QUEUE,
+        Decision.QUEUE,
     ]
     assert [r.queue_position for r in results[2:]] == [1, 2, 3]
 
@@ -190,9 +194,12 @@ def test_admin_edits_a_users_quota_inline(client, admin_user, member):
             "username": member.username,
             "date_joined_0": member.date_joined.strftime("%Y-%m-%d"),
             "date_joined_1": member.date_joined.strftime("%H:%M:%S"),
-            "quota-TOTAL_FORMS": "1", "quota-INITIAL_FORMS": "0",
-            "quota-MIN_NUM_FORMS": "0", "quota-MAX_NUM_FORMS": "1",
-            "quota-0-play_seconds_per_day": "7200", "quota-0-concurrent_sessions": "3",
+            "quota-TOTAL_FORMS": "1",
+            "quota-INITIAL_FORMS": "0",
+            "quota-MIN_NUM_FORMS": "0",
+            "quota-MAX_NUM_FORMS": "1",
+            "quota-0-play_seconds_per_day": "7200",
+            "quota-0-concurrent_sessions": "3",
         }
     )
     data.pop("groups", None)

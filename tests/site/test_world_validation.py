@@ -32,7 +32,9 @@ def _png_declaring(width: int, height: int) -> bytes:
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     idat = zlib.compress(b"\x00" * 16)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+    )
 
 
 def _upload(data: bytes, name="ref.png") -> SimpleUploadedFile:
@@ -78,8 +80,13 @@ def test_featured_world_must_be_published():
 
 def _admin_world_form(**overrides) -> dict:
     data = {
-        "title": "Admin World", "slug": "admin-world", "description": "d", "theme": "neon_night",
-        "seed": "7", "initial_prompt": "a glowing night", "sort_order": "0",
+        "title": "Admin World",
+        "slug": "admin-world",
+        "description": "d",
+        "theme": "neon_night",
+        "seed": "7",
+        "initial_prompt": "a glowing night",
+        "sort_order": "0",
         "is_published": "on",
     }
     data.update(overrides)
