@@ -29,8 +29,9 @@ CHROMIUM_FLAGS = [
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """One Chromium per test module; Playwright's loop must not outlive the browser tests."""
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI"):
             pytest.fail("Debian chromium is missing: .ci/run should have installed it")

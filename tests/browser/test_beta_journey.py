@@ -32,6 +32,7 @@ def test_apply_approve_invite_signup_and_play_page(live_server, new_page, screen
     assert visitor.locator(".world-card").count() == 5
     screenshot(visitor, "02-gallery")
     visitor.click("a.tag >> text=Snow")
+    visitor.wait_for_url("**/worlds/?tag=snow")
     assert visitor.locator(".world-card h3").all_inner_texts() == ["Frost Valley"]
 
     visitor.goto(live_server.url + "/beta/apply/")
@@ -50,11 +51,12 @@ def test_apply_approve_invite_signup_and_play_page(live_server, new_page, screen
     admin.fill("input[name=username]", "boss")
     admin.fill("input[name=password]", "boss-Pass-phrase-42")
     admin.click("input[type=submit]")
+    admin.wait_for_url("**/admin/")
     admin.goto(live_server.url + "/admin/accounts/betaapplication/")
     admin.check("input[name=_selected_action]")
     admin.select_option("select[name=action]", "approve")
     admin.click("button[name=index]")
-    assert "Approved 1 application" in admin.content()
+    assert "Approved 1 application" in admin.locator("ul.messagelist").inner_text()
     screenshot(admin, "05-admin-approved")
 
     assert len(mail.outbox) == 1 and mail.outbox[0].to == ["ada@example.com"]

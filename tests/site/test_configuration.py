@@ -1,7 +1,6 @@
 """The embedded and scaled configurations wire up what they promise."""
 
 import pytest
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
@@ -23,18 +22,14 @@ def test_database_answers():
         assert cursor.fetchone() == (1,)
 
 
-def test_channel_layer_round_trip():
+async def test_channel_layer_round_trip():
     """A message sent on the configured layer (Redis when REDIS_URL is set) comes back."""
     layer = get_channel_layer()
     expected = "RedisChannelLayer" if settings.REDIS_URL else "InMemoryChannelLayer"
     assert type(layer).__name__ == expected
-
-    async def round_trip():
-        channel = await layer.new_channel()
-        await layer.send(channel, {"type": "ping", "n": 7})
-        return await layer.receive(channel)
-
-    assert async_to_sync(round_trip)() == {"type": "ping", "n": 7}
+    channel = await layer.new_channel()
+    await layer.send(channel, {"type": "ping", "n": 7})
+    assert await layer.receive(channel) == {"type": "ping", "n": 7}
 
 
 def test_celery_is_eager_only_without_redis():
