@@ -121,8 +121,6 @@ def test_admin_world_form_refuses_bad_settings(client, admin_user, overrides, fi
 
 
 def test_gallery_themes_match_the_simulator():
-    sim = pytest.importorskip("engine.sim")
-    engine_themes = getattr(sim, "THEME_NAMES", None)
-    if engine_themes is None:
-        pytest.skip("engine.sim does not export THEME_NAMES yet")
-    assert {theme.slug for theme in THEMES} <= set(engine_themes)
+    from engine.sim import THEME_NAMES
+
+    assert {theme.slug for theme in THEMES} == set(THEME_NAMES)
