@@ -8,7 +8,7 @@ from .terrain import MAP_MASK, MAP_SIZE
 
 ASH_RGB = np.array([48, 44, 42], np.float32)
 FLAME_RGB = np.array([[255, 190, 70], [250, 120, 30], [220, 60, 20], [150, 30, 15]], np.float32)
-SPREAD_PROBABILITY = 0.12
+SPREAD_PROBABILITY = 0.1
 _NEIGHBOURS = ((1, 0), (-1, 0), (0, 1), (0, -1))
 
 

@@ -258,10 +258,15 @@ class SimWorld:
     def _burn(self, ignited: np.ndarray, done: np.ndarray) -> None:
         active = self.fire.active
         if active.size:
-            flame = FLAME_RGB[self.rng.integers(0, len(FLAME_RGB), active.size)]
+            # Young cells (the spreading front) flame tall and bright; older ones glow as embers.
+            life = self.fire.life[active]
+            young = life > 8
+            pick = self.rng.integers(0, 2, active.size) + np.where(young, 0, 2)
+            flame = FLAME_RGB[pick] * np.where(young, 1.0, 0.7)[:, None]
             self.emissive[active] = flame
             self.albedo[active] = ASH_RGB
-            self.height[active] = self.ground_flat[active] + self.rng.uniform(0.1, 0.9, active.size)
+            flicker = self.rng.uniform(0.2, 1.2, active.size) * young
+            self.height[active] = self.ground_flat[active] + flicker
             self.lit[active] = self.albedo[active] * self.ambient + flame
         if done.size:
             self.ash[done] = True
