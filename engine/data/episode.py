@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from engine.sim.script import EpisodeScript, parse_script
+from engine.sim.themes import THEME_NAMES
 from engine.sim.world import SimFrame, SimWorld, WorldSpec
 
 from .agent import RandomAgent, plan_episode
@@ -24,7 +25,7 @@ class PlayedFrame:
 def play_episode(seed: int, frames: int, resolution: int,
                  themes: tuple[str, ...] | None = None) -> Iterator[PlayedFrame | EpisodeScript]:
     """Yield each PlayedFrame, then finally the EpisodeScript that replays the episode exactly."""
-    plan = plan_episode(seed, frames, *(() if themes is None else (themes,)))
+    plan = plan_episode(seed, frames, themes or THEME_NAMES)
     world = SimWorld(WorldSpec(seed, plan.theme, resolution, plan.reference_image))
     agent = RandomAgent(np.random.default_rng([seed, 2]))
     rng = np.random.default_rng([seed, 3])

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.sim.prompts import EVENT_IDS, NO_EVENT
 from engine.sim.reference import REFERENCE_SIZE
 
 from .layout import finished_shards
@@ -76,6 +75,7 @@ class WindowReader:
         if not starts:
             raise FileNotFoundError(f"no finished shards with {window}-frame windows in {root}")
         self.starts = np.asarray(starts, np.int64)
+        self._episode_number = {key: i for i, key in enumerate(self.episode_index)}
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -118,9 +118,7 @@ class WindowReader:
         rows = slice(row, row + length)
         labels = np.array(shard.labels[rows])
         texts = [shard.prompt_text.get(r, "") for r in range(row, row + length)]
-        events = labels["event"].astype(np.int16)
-        # A prompt that named no event is still recorded as text with event -1.
-        assert all(e == NO_EVENT or e in EVENT_IDS.values() for e in events)
+        events = labels["event"].astype(np.int16)  # -1 also for text that named no event
         in_effect = np.nonzero((shard.reference_rows <= row + length - 1)
                                & (shard.reference_rows >= ep["row"]))[0]
         if in_effect.size:
@@ -140,7 +138,7 @@ class WindowReader:
             labels=labels,
             reference=reference,
             has_reference=has_reference,
-            episode=self.episode_index.index((shard_id, ep_id)),
+            episode=self._episode_number[(shard_id, ep_id)],
             start=start,
             seed=ep["seed"],
             theme=ep["theme"],

@@ -42,7 +42,8 @@ def write_shard(root: Path, index: int, seeds: list[int], frames: int, resolutio
                                  "frames": frames, "script": item.to_json()})
                 continue
             assert isinstance(item, PlayedFrame)
-            video[row], audio[row], labels[row] = item.frame.rgb, item.frame.audio, item.frame.labels
+            frame = item.frame
+            video[row], audio[row], labels[row] = frame.rgb, frame.audio, frame.labels
             for text in item.prompts:
                 resolved = resolve(text)
                 prompts.append({"row": row, "text": text, "event": resolved.event,
