@@ -1,0 +1,1 @@
+"""Evaluation of the world model against the simulator (metrics, judges, rollouts)."""

@@ -1,0 +1,91 @@
+"""Latent-space autoregression with a KV cache: the engine under the runtime, eval and samples.
+
+    roll = LatentRollout(model, theme_id, image_token=None, seed=0)
+    roll.observe(z, audio_latent, inputs, frame)     # a known frame (e.g. from the simulator)
+    z, a = roll.generate(inputs, frame, text)        # the model's next frame
+
+Each generated frame costs `sampler_steps` passes of one block plus one clean pass that writes
+the cache; frames already generated are never recomputed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from engine.model.world import WorldModel
+
+MAX_TEXT_MEMORY = 4
+
+
+class LatentRollout:
+    def __init__(self, model: WorldModel, theme: int, image_token: torch.Tensor | None = None,
+                 seed: int = 0, steps: int | None = None):
+        self.model = model
+        cfg = model.config
+        self.steps = steps or cfg.sampler_steps
+        self.cache = model.new_cache()
+        self.gen = torch.Generator().manual_seed(seed)
+        self.theme = theme
+        self.image = image_token
+        self.texts: list[torch.Tensor] = []
+        self.prev = torch.zeros(1, cfg.latent_channels, cfg.latent_size, cfg.latent_size)
+        self._zero_text = torch.zeros(1, cfg.text_dim)
+        self._rebuild_memory()
+
+    # -- memory (sink tokens) -------------------------------------------------------------------
+    def _rebuild_memory(self) -> None:
+        cfg = self.model.config
+        texts = self.texts[-MAX_TEXT_MEMORY:]
+        text = torch.stack(texts)[None] if texts else torch.zeros(1, 0, cfg.text_dim)
+        image = self.image if self.image is not None else torch.zeros(cfg.image_dim)
+        mem = self.model.embed_memory(torch.tensor([self.theme]), text, image.float()[None])
+        if self.image is None:
+            mem = torch.cat([mem[:, :1], mem[:, 2:]], dim=1)
+        self.cache.set_memory(self.model.memory_layers(mem))
+
+    def add_text(self, embedding: np.ndarray | torch.Tensor) -> None:
+        self.texts.append(torch.as_tensor(embedding, dtype=torch.float32))
+        self.texts = self.texts[-MAX_TEXT_MEMORY:]
+        self._rebuild_memory()
+
+    def set_image(self, token: torch.Tensor) -> None:
+        self.image = token
+        self._rebuild_memory()
+
+    # -- frames ---------------------------------------------------------------------------------
+    def _text_input(self, text: np.ndarray | torch.Tensor | None) -> torch.Tensor:
+        if text is None:
+            return self._zero_text
+        return torch.as_tensor(text, dtype=torch.float32).view(1, -1)
+
+    def observe(self, z: torch.Tensor, audio: torch.Tensor, inputs, frame: int,
+                text: np.ndarray | torch.Tensor | None = None) -> None:
+        """Write a clean frame (known or just generated) into the cache."""
+        inp = torch.as_tensor(inputs, dtype=torch.float32).view(1, -1)
+        self.model.cached_block(self.cache, z.view_as(self.prev), self.prev,
+                                torch.as_tensor(audio).float().view(1, -1), inp,
+                                self._text_input(text), 1.0, frame, write=True)
+        self.prev = z.view_as(self.prev)
+
+    def generate(self, inputs, frame: int, text: np.ndarray | torch.Tensor | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sample frame `frame` (its inputs and any sentence typed at it) and cache it.
+
+        A sentence passed here joins the persistent memory before the frame is generated.
+        """
+        cfg = self.model.config
+        if text is not None:
+            self.add_text(text)
+        inp = torch.as_tensor(inputs, dtype=torch.float32).view(1, -1)
+        txt = self._text_input(text)
+        x = torch.randn(self.prev.shape, generator=self.gen)
+        a = torch.randn(1, cfg.audio_dim, generator=self.gen)
+        for k in range(self.steps):
+            s = k / self.steps
+            v, va = self.model.cached_block(self.cache, x, self.prev, a, inp, txt, s, frame,
+                                            write=False)
+            x = x + v[:, 0] / self.steps
+            a = a + va[:, 0] / self.steps
+        self.observe(x, a, inp, frame, text)
+        return x[0], a[0]

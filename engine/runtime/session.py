@@ -1,0 +1,215 @@
+"""World and Session: the narrow runtime API the web side calls.
+
+    world = World.load()                       # engine/weights by default
+    session = world.start(WorldSpec(seed=1, theme="frost_valley"))
+    session.push(Action(keys=("W",)))          # or push({"kind": "prompt", "text": "..."})
+    chunk = session.next_chunk()               # Chunk(video, audio, pts, ...)
+
+Threading: `push` is thread-safe (the event loop may call it while another thread runs
+`next_chunk`); one thread at a time may call `next_chunk`. Frame i is presented at i / 20 s and
+its audio covers [i / 20, (i + 1) / 20) s at 16 kHz.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine.model.audio_ae import AudioAE, AudioAEConfig, float_to_int16, int16_to_float
+from engine.model.checkpoint import load_checkpoint
+from engine.model.inputs import input_features
+from engine.model.text import TextEncoder
+from engine.model.video_ae import (
+    VideoAE,
+    VideoAEConfig,
+    frames_to_tensor,
+    image_token,
+    tensor_to_frames,
+)
+from engine.model.world import WorldModel, WorldModelConfig
+from engine.sim.constants import FPS, SAMPLE_RATE, SAMPLES_PER_FRAME
+from engine.sim.themes import THEME_NAMES
+
+from .events import Action, AudioIn, Event, EventError, Image, Prompt, parse_event
+from .rollout import LatentRollout
+
+DEFAULT_WEIGHTS = Path(__file__).resolve().parent.parent / "weights"
+WEIGHT_FILES = ("video_ae.pt", "audio_ae.pt", "world.pt")
+LONG_CHUNK_FRAMES = 4  # a sentence or image opens a chunk this long; actions get 1 frame
+
+
+@dataclass
+class Chunk:
+    video: np.ndarray  # (n, H, W, 3) uint8
+    audio: np.ndarray  # (n * 800,) int16 mono at 16 kHz
+    pts: np.ndarray  # (n,) float64 presentation time of each frame, seconds
+    first_frame: int  # session frame index of video[0]
+    sample_rate: int = SAMPLE_RATE
+    fps: int = FPS
+    answered: list[int] = field(default_factory=list)  # ids of pushed events applied here
+    gen_ms: float = 0.0  # wall time spent generating this chunk
+
+    @property
+    def audio_pts(self) -> float:
+        return float(self.pts[0]) if len(self.pts) else 0.0
+
+
+class World:
+    """Loaded weights (tokenizers + world transformer); start any number of sessions."""
+
+    def __init__(self, video_ae: VideoAE, audio_ae: AudioAE, model: WorldModel,
+                 text_encoder: TextEncoder | None = None):
+        self.video_ae, self.audio_ae, self.model = video_ae.eval(), audio_ae.eval(), model.eval()
+        self.text = text_encoder or TextEncoder()
+        self.resolution = 8 * model.config.latent_size
+
+    @classmethod
+    def load(cls, weights_dir: str | Path | None = None, threads: int | None = None,
+             preload_text: bool = False) -> World:
+        """Load the shipped weights (fp16 on disk, fp32 in memory: fp32 is what is fast here)."""
+        if threads is not None:
+            torch.set_num_threads(threads)
+        folder = Path(weights_dir) if weights_dir is not None else DEFAULT_WEIGHTS
+        missing = [f for f in WEIGHT_FILES if not (folder / f).exists()]
+        if missing:
+            raise FileNotFoundError(f"weights missing in {folder}: {missing}")
+        world = cls(load_checkpoint(folder / "video_ae.pt", VideoAE, VideoAEConfig),
+                    load_checkpoint(folder / "audio_ae.pt", AudioAE, AudioAEConfig),
+                    load_checkpoint(folder / "world.pt", WorldModel, WorldModelConfig))
+        if preload_text:
+            world.text.encode(["warm up"])
+        return world
+
+    @property
+    def params(self) -> int:
+        return sum(p.numel() for m in (self.video_ae, self.audio_ae, self.model)
+                   for p in m.parameters())
+
+    def start(self, spec=None, *, seed: int = 0, theme: str = THEME_NAMES[0]) -> Session:
+        """Start a session from a WorldSpec (or a dict with seed/theme/reference_image)."""
+        if spec is not None:
+            get = spec.get if isinstance(spec, dict) else lambda k, d=None: getattr(spec, k, d)
+            seed, theme = get("seed", seed), get("theme", theme)
+            reference = get("reference_image", None)
+        else:
+            reference = None
+        if theme not in THEME_NAMES:
+            raise EventError(f"unknown theme {theme!r}; known: {', '.join(THEME_NAMES)}")
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise EventError("seed must be an integer")
+        session = Session(self, THEME_NAMES.index(theme), seed)
+        if reference is not None:
+            session.push(Image(reference))
+        return session
+
+
+class Session:
+    def __init__(self, world: World, theme: int, seed: int):
+        self.world = world
+        self.rollout = LatentRollout(world.model, theme, None, seed=seed)
+        self.frame_index = 0
+        self._lock = threading.Lock()
+        self._keys = 0
+        self._yaw = self._pitch = 0.0
+        self._loudness, self._onset = 0.0, False
+        self._prompts: list[tuple[str, np.ndarray]] = []
+        self._image: np.ndarray | None = None
+        self._pending_ids: list[int] = []
+        self._next_id = 0
+        self.closed = False
+
+    # -- input ----------------------------------------------------------------------------------
+    def push(self, event: Event | dict) -> int:
+        """Queue an input for the next frame; returns an id reported in `Chunk.answered`."""
+        if self.closed:
+            raise EventError("session is closed")
+        event = parse_event(event)
+        embedding = picture = None
+        if isinstance(event, Prompt):
+            embedding = self.world.text.encode([event.text])[0]  # ~30 ms; outside the lock
+        elif isinstance(event, Image):
+            picture = event.picture()
+        with self._lock:
+            if isinstance(event, Action):
+                self._keys = event.mask
+                self._yaw += event.yaw
+                self._pitch += event.pitch
+            elif isinstance(event, Prompt):
+                self._prompts.append((event.text, embedding))
+            elif isinstance(event, Image):
+                self._image = picture
+            elif isinstance(event, AudioIn):
+                self._loudness, onset = event.features(self._loudness)
+                self._onset = self._onset or onset
+            event_id = self._next_id
+            self._next_id += 1
+            self._pending_ids.append(event_id)
+        return event_id
+
+    def _take_inputs(self):
+        with self._lock:
+            state = (self._keys, self._yaw, self._pitch, self._loudness, self._onset,
+                     self._prompts[:1], self._image, self._pending_ids)
+            self._yaw = self._pitch = 0.0
+            self._onset = False
+            self._prompts = self._prompts[1:]  # one sentence per frame; the rest follow
+            self._image = None
+            self._pending_ids = []
+        return state
+
+    # -- output ---------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def next_chunk(self, max_frames: int | None = None) -> Chunk:
+        """Generate the next chunk: 1 frame, or LONG_CHUNK_FRAMES after a sentence/image."""
+        if self.closed:
+            raise EventError("session is closed")
+        t0 = time.perf_counter()
+        first = self.frame_index
+        latents, audio, answered = [], [], []
+        length = 1
+        while len(latents) < length:
+            keys, yaw, pitch, loud, onset, prompts, image, ids = self._take_inputs()
+            answered += ids
+            text = prompts[0][1] if prompts else None
+            if image is not None:
+                self.rollout.set_image(image_token(self.world.video_ae, image))
+            if (text is not None or image is not None) and not latents:
+                length = LONG_CHUNK_FRAMES
+            if max_frames is not None:
+                length = max(1, min(length, max_frames))
+            inputs = input_features(keys, yaw, pitch, loud, onset, image is not None)
+            z, a = self.rollout.generate(inputs, self.frame_index, text)
+            latents.append(z)
+            audio.append(a)
+            self.frame_index += 1
+        video = tensor_to_frames(self.world.video_ae.decode(torch.stack(latents)))
+        wave = float_to_int16(self.world.audio_ae.decode(torch.stack(audio)).reshape(-1))
+        pts = np.arange(first, self.frame_index, dtype=np.float64) / FPS
+        assert wave.size == len(latents) * SAMPLES_PER_FRAME
+        return Chunk(video, wave, pts, first, answered=answered,
+                     gen_ms=(time.perf_counter() - t0) * 1000)
+
+    @torch.inference_mode()
+    def prime(self, frames: np.ndarray, audio: np.ndarray | None = None) -> None:
+        """Start from known pictures (e.g. a simulator clip): (n, H, W, 3) uint8 frames and
+        optional (n, 800) int16 audio become the context, as if generated; idle inputs."""
+        frames = np.asarray(frames)
+        if frames.ndim != 4 or frames.shape[1:] != (self.world.resolution,
+                                                    self.world.resolution, 3):
+            raise EventError(f"prime frames must be (n, {self.world.resolution}, "
+                             f"{self.world.resolution}, 3) uint8")
+        z = self.world.video_ae.encode(frames_to_tensor(frames))
+        a = (self.world.audio_ae.encode(int16_to_float(audio)) if audio is not None
+             else torch.zeros(len(frames), self.world.audio_ae.config.latent_dim))
+        for i in range(len(frames)):
+            self.rollout.observe(z[i], a[i], input_features(0, 0, 0, 0, False, False),
+                                 self.frame_index)
+            self.frame_index += 1
+
+    def close(self) -> None:
+        self.closed = True

@@ -1,0 +1,1 @@
+"""Training: tokenizers first, then the causal generator. Resumable; CPU and CUDA presets."""

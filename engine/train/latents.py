@@ -1,0 +1,67 @@
+"""Encode a generated dataset once into tokenizer latents (the generator trains on these)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from engine.data import WindowReader
+from engine.model.audio_ae import AudioAE, AudioAEConfig, int16_to_float
+from engine.model.checkpoint import load_checkpoint
+from engine.model.inputs import input_features_from_labels
+from engine.model.text import TextEncoder
+from engine.model.video_ae import VideoAE, VideoAEConfig, frames_to_tensor, image_token
+from engine.sim.themes import THEME_NAMES
+
+
+@dataclass
+class LatentEpisode:
+    video: torch.Tensor  # (N, C, 16, 16) float16, normalised
+    audio: torch.Tensor  # (N, A) float32
+    inputs: torch.Tensor  # (N, 13)
+    prompt_rows: list[int]  # frames at which a prompt was typed
+    prompt_texts: list[str]
+    theme: int
+    image: torch.Tensor | None  # (image_dim,) pooled reference latent, or None
+    labels: np.ndarray
+
+
+def load_tokenizers(folder: str | Path) -> tuple[VideoAE, AudioAE]:
+    folder = Path(folder)
+    video = load_checkpoint(folder / "video_ae_final.pt", VideoAE, VideoAEConfig)
+    audio = load_checkpoint(folder / "audio_ae_final.pt", AudioAE, AudioAEConfig)
+    return video, audio
+
+
+@torch.inference_mode()
+def encode_dataset(data: str | Path, tokenizers: str | Path, cache: Path
+                   ) -> tuple[list[LatentEpisode], dict[str, np.ndarray]]:
+    if cache.exists():
+        saved = torch.load(cache, weights_only=False)
+        return saved["episodes"], saved["text"]
+    video_ae, audio_ae = load_tokenizers(tokenizers)
+    reader = WindowReader(data, window=1)
+    episodes = []
+    texts: set[str] = set()
+    for e in tqdm(range(reader.episodes), desc="encode latents"):
+        ep = reader.episode(e)
+        z = torch.cat([video_ae.encode(frames_to_tensor(ep.frames[i:i + 64]))
+                       for i in range(0, len(ep.frames), 64)])
+        a = audio_ae.encode(int16_to_float(ep.audio))
+        rows = [i for i, t in enumerate(ep.prompts) if t]
+        texts.update(ep.prompts[i] for i in rows)
+        episodes.append(LatentEpisode(
+            video=z.half(), audio=a, inputs=torch.from_numpy(input_features_from_labels(ep.labels)),
+            prompt_rows=rows, prompt_texts=[ep.prompts[i] for i in rows],
+            theme=THEME_NAMES.index(ep.theme),
+            image=image_token(video_ae, ep.reference) if ep.has_reference else None,
+            labels=ep.labels))
+    ordered = sorted(texts)
+    table = dict(zip(ordered, TextEncoder().encode(ordered), strict=True))
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"episodes": episodes, "text": table}, cache)
+    return episodes, table

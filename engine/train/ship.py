@@ -1,0 +1,37 @@
+"""Copy a finished run's weights into engine/weights as fp16 files (each must stay < 15 MB)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from engine.model.audio_ae import AudioAE, AudioAEConfig
+from engine.model.checkpoint import load_checkpoint, save_checkpoint
+from engine.model.video_ae import VideoAE, VideoAEConfig
+from engine.model.world import WorldModel, WorldModelConfig
+
+WEIGHTS = Path(__file__).resolve().parent.parent / "weights"
+MAX_BYTES = 15 * 1024 * 1024
+
+
+def ship(run: str | Path, dest: Path = WEIGHTS) -> Path:
+    run = Path(run)
+    ckpt = torch.load(run / "world.pt", map_location="cpu", weights_only=False)
+    tokenizers = Path(ckpt["train"]["tokenizers"])
+    parts = {
+        "video_ae.pt": load_checkpoint(tokenizers / "video_ae_final.pt", VideoAE, VideoAEConfig),
+        "audio_ae.pt": load_checkpoint(tokenizers / "audio_ae_final.pt", AudioAE, AudioAEConfig),
+        "world.pt": load_checkpoint(None, WorldModel, WorldModelConfig, ckpt=ckpt),
+    }
+    dest.mkdir(parents=True, exist_ok=True)
+    sizes = {}
+    for name, model in parts.items():
+        extra = {"step": ckpt["step"], "train": ckpt["train"]} if name == "world.pt" else {}
+        save_checkpoint(dest / name, model, extra, half=True)
+        sizes[name] = (dest / name).stat().st_size
+        if sizes[name] >= MAX_BYTES:
+            raise ValueError(f"{name} is {sizes[name]} bytes; shipped files must be < 15 MB")
+    print(json.dumps({"shipped": str(dest), "bytes": sizes, "generator_step": ckpt["step"]}))
+    return dest

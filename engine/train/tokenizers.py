@@ -1,0 +1,197 @@
+"""Train the video and audio tokenizers on sim frames (resumable, wall-clock budgeted)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from engine.data.layout import finished_shards
+from engine.model.audio_ae import AudioAE, AudioAEConfig, audio_loss, int16_to_float
+from engine.model.checkpoint import load_checkpoint, save_checkpoint
+from engine.model.video_ae import (
+    PatchDiscriminator,
+    VideoAE,
+    VideoAEConfig,
+    frames_to_tensor,
+    tensor_to_frames,
+)
+
+from .common import Budget, LossLog, pick_device
+from .plots import image_grid, line_plot
+
+
+@dataclass
+class TokenizerTrainConfig:
+    data: str = "data/wm_train"
+    out: str = "runs/tokenizers"
+    minutes: float = 14.0
+    batch: int = 16
+    crop: int = 64  # fully conv: train on crops, run on 128x128
+    lr: float = 1e-3
+    adv_weight: float = 0.0  # > 0 trains a patch discriminator for sharper reconstructions
+    adv_start: float = 0.5  # fraction of the budget before the adversarial loss switches on
+    audio_minutes: float = 5.0
+    audio_batch: int = 64
+    checkpoint_every_s: float = 120.0
+    device: str = "auto"
+
+
+class FramePool:
+    """Every frame and audio row of a generated dataset, memory-mapped."""
+
+    def __init__(self, root: str | Path):
+        shards = finished_shards(Path(root))
+        if not shards:
+            raise FileNotFoundError(f"no finished shards under {root}: run python -m engine.data")
+        self.frames = [np.load(p / "frames.npy", mmap_mode="r") for p in shards]
+        self.audio = [np.load(p / "audio.npy", mmap_mode="r") for p in shards]
+        self.sizes = np.array([len(f) for f in self.frames])
+
+    def _rows(self, n: int, rng: np.random.Generator) -> list[tuple[int, int]]:
+        shard = rng.choice(len(self.sizes), n, p=self.sizes / self.sizes.sum())
+        return [(int(s), int(rng.integers(self.sizes[s]))) for s in shard]
+
+    def frame_batch(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        return np.stack([self.frames[s][r] for s, r in self._rows(n, rng)])
+
+    def audio_batch(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        return np.stack([self.audio[s][r] for s, r in self._rows(n, rng)])
+
+
+def random_crops(frames: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    h, w = frames.shape[1:3]
+    out = np.empty((len(frames), size, size, 3), np.uint8)
+    for i, f in enumerate(frames):
+        y, x = rng.integers(0, h - size + 1), rng.integers(0, w - size + 1)
+        out[i] = f[y:y + size, x:x + size]
+    return out
+
+
+def train_video_ae(cfg: TokenizerTrainConfig) -> Path:
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    device = pick_device(cfg.device)
+    pool = FramePool(cfg.data)
+    rng = np.random.default_rng(0)
+    ckpt_path = out / "video_ae.pt"
+    model, disc = VideoAE(VideoAEConfig()).to(device), PatchDiscriminator().to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
+    dopt = torch.optim.AdamW(disc.parameters(), lr=cfg.lr, betas=(0.5, 0.9))
+    step, spent = 0, 0.0
+    if ckpt_path.exists():
+        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+        model.load_state_dict(ckpt["model"])
+        disc.load_state_dict(ckpt["disc"])
+        opt.load_state_dict(ckpt["opt"])
+        dopt.load_state_dict(ckpt["dopt"])
+        step, spent = ckpt["step"], ckpt["spent"]
+    budget = Budget(cfg.minutes, spent)
+    log = LossLog(out / "video_loss.jsonl")
+    bar = tqdm(desc="video AE", unit="step", initial=step)
+    last_save = budget.spent
+    while not budget.done():
+        frac = budget.spent / budget.seconds
+        for g in opt.param_groups:  # cosine decay to 10%
+            g["lr"] = cfg.lr * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * frac)))
+        x = frames_to_tensor(random_crops(pool.frame_batch(cfg.batch, rng), cfg.crop, rng))
+        x = x.to(device)
+        recon = model(x)
+        mse = torch.mean((recon - x) ** 2)
+        loss = mse + (recon - x).abs().mean()
+        adv_on = cfg.adv_weight > 0 and frac >= cfg.adv_start
+        if adv_on:
+            loss = loss - cfg.adv_weight * disc(recon).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if adv_on:  # hinge loss for the critic
+            d_loss = (torch.relu(1 - disc(x)).mean() + torch.relu(1 + disc(recon.detach())).mean())
+            dopt.zero_grad(set_to_none=True)
+            d_loss.backward()
+            dopt.step()
+        step += 1
+        bar.update()
+        if step % 20 == 0:
+            psnr = -10 * torch.log10(mse).item()
+            log.add(step, mse=mse.item(), psnr=psnr)
+            bar.set_postfix(psnr=f"{psnr:.2f}")
+        if budget.spent - last_save > cfg.checkpoint_every_s or budget.done():
+            last_save = budget.spent
+            torch.save({"model": model.state_dict(), "disc": disc.state_dict(),
+                        "opt": opt.state_dict(), "dopt": dopt.state_dict(), "step": step,
+                        "spent": budget.spent, "config": VideoAEConfig().__dict__},
+                       ckpt_path.with_suffix(".tmp"))
+            ckpt_path.with_suffix(".tmp").replace(ckpt_path)
+            line_plot(out / "video_loss.png", log.series("mse"), "video AE MSE")
+    bar.close()
+    # Normalisation statistics for the generator, then the final (fp16) tokenizer file.
+    model.eval()
+    with torch.inference_mode():
+        lat = model.encoder(frames_to_tensor(pool.frame_batch(256, rng)).to(device) * 2 - 1)
+        mean = lat.mean(dim=(0, 2, 3)).cpu().tolist()
+        std = lat.std(dim=(0, 2, 3)).cpu().tolist()
+    config = VideoAEConfig(latent_mean=mean, latent_std=std)
+    final = VideoAE(config)
+    final.load_state_dict(model.state_dict())
+    final_path = out / "video_ae_final.pt"
+    save_checkpoint(final_path, final, {"step": step}, half=True)
+    final = load_checkpoint(final_path, VideoAE, VideoAEConfig)
+    with torch.inference_mode():
+        frames = pool.frame_batch(8, rng)
+        recon = tensor_to_frames(final(frames_to_tensor(frames)))
+    image_grid(out / "video_recon.png", [frames, recon])
+    return final_path
+
+
+def train_audio_ae(cfg: TokenizerTrainConfig) -> Path:
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    device = pick_device(cfg.device)
+    pool = FramePool(cfg.data)
+    rng = np.random.default_rng(1)
+    ckpt_path = out / "audio_ae.pt"
+    model = AudioAE(AudioAEConfig()).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
+    step, spent = 0, 0.0
+    if ckpt_path.exists():
+        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["opt"])
+        step, spent = ckpt["step"], ckpt["spent"]
+    budget = Budget(cfg.audio_minutes, spent)
+    log = LossLog(out / "audio_loss.jsonl")
+    bar = tqdm(desc="audio AE", unit="step", initial=step)
+    last_save = budget.spent
+    while not budget.done():
+        x = int16_to_float(pool.audio_batch(cfg.audio_batch, rng)).to(device)
+        recon = model(x)
+        loss = audio_loss(recon, x)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        step += 1
+        bar.update()
+        if step % 20 == 0:
+            mse = torch.mean((recon - x) ** 2).item()
+            log.add(step, loss=loss.item(), mse=mse)
+            bar.set_postfix(loss=f"{loss.item():.4f}")
+        if budget.spent - last_save > cfg.checkpoint_every_s or budget.done():
+            last_save = budget.spent
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                        "spent": budget.spent}, ckpt_path.with_suffix(".tmp"))
+            ckpt_path.with_suffix(".tmp").replace(ckpt_path)
+            line_plot(out / "audio_loss.png", log.series("loss", "mse"), "audio AE")
+    bar.close()
+    model.eval()
+    with torch.inference_mode():
+        lat = model.encoder(int16_to_float(pool.audio_batch(512, rng)).to(device).unsqueeze(1))
+        scale = float(lat.std())
+    final = AudioAE(AudioAEConfig(latent_scale=scale))
+    final.load_state_dict(model.state_dict())
+    final_path = out / "audio_ae_final.pt"
+    save_checkpoint(final_path, final, {"step": step}, half=True)
+    return final_path

@@ -1,0 +1,93 @@
+"""Eval metrics on synthetic cases whose answers are known in closed form."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.eval import metrics as M
+from engine.eval.classifiers import ACTIONS, action_class, audio_targets
+from engine.sim.labels import empty_labels
+
+
+def test_pooled_psnr_known_value_and_pooling():
+    truth = np.zeros((2, 8, 8, 3))
+    gen = np.full((2, 8, 8, 3), 0.1)  # MSE 0.01 -> 20 dB
+    assert M.pooled_psnr(gen, truth) == pytest.approx(20.0)
+    # One perfect frame and one off by 0.1: pooled MSE 0.005 -> 23.01 dB (a per-frame mean
+    # would be infinite).
+    gen[0] = 0.0
+    assert M.pooled_psnr(gen, truth) == pytest.approx(10 * np.log10(1 / 0.005))
+    assert M.pooled_psnr(np.full((1, 2, 2, 3), 255, np.uint8), np.zeros((1, 2, 2, 3),
+                                                                        np.uint8)) == 0.0
+
+
+def test_ssim_identity_and_ordering():
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, (2, 32, 32, 3)).astype(np.uint8)
+    assert M.ssim(frames, frames) == pytest.approx(1.0)
+    little = np.clip(frames + rng.normal(0, 5, frames.shape), 0, 255).astype(np.uint8)
+    lots = np.clip(frames + rng.normal(0, 60, frames.shape), 0, 255).astype(np.uint8)
+    assert 1.0 > M.ssim(little, frames) > M.ssim(lots, frames)
+    # constant images with a known mean shift: SSIM = (2 mx my + c1) / (mx^2 + my^2 + c1)
+    a, b = np.full((1, 16, 16, 3), 0.5), np.full((1, 16, 16, 3), 0.25)
+    c1 = 0.01 ** 2
+    assert M.ssim(a, b) == pytest.approx((2 * 0.5 * 0.25 + c1) / (0.5 ** 2 + 0.25 ** 2 + c1))
+
+
+def test_sharpness_ratio_detects_blur():
+    rng = np.random.default_rng(1)
+    sharp = rng.random((3, 32, 32, 3))
+    blurred = (sharp + np.roll(sharp, 1, 1) + np.roll(sharp, 1, 2) + np.roll(sharp, (1, 1),
+                                                                             (1, 2))) / 4
+    assert M.sharpness_ratio(sharp, sharp) == pytest.approx(1.0)
+    assert M.sharpness_ratio(blurred, sharp) < 0.5
+
+
+def test_frechet_distance_known_values():
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(4000, 3))
+    assert M.frechet_distance(a, a) == pytest.approx(0.0, abs=1e-6)
+    # Same covariance, mean shifted by (3, 0, 0): distance = 9.
+    assert M.frechet_distance(a, a + [3, 0, 0]) == pytest.approx(9.0, abs=1e-6)
+    # 1-D: N(0, 1) vs N(0, 4): (1 - 2)^2 = 1.
+    x = rng.normal(size=(20000, 1))
+    assert M.frechet_distance(x, 2 * x) == pytest.approx(1.0, rel=0.02)
+
+
+def test_brightness_drift_known_value():
+    gen = np.full((4, 8, 8, 3), 0.6)
+    truth = np.full((4, 8, 8, 3), 0.5)
+    assert M.brightness_drift(gen, truth) == pytest.approx(0.1)
+
+
+def test_av_sync_recovers_a_known_delay():
+    steps = np.array([5, 15, 30])
+    audio = np.zeros(40 * 800)
+    rng = np.random.default_rng(3)
+    audio += rng.normal(0, 0.001, audio.shape)
+    delay = 160  # samples = 10 ms at 16 kHz
+    for f in steps:
+        s = f * 800 + delay
+        audio[s:s + 400] += rng.normal(0, 0.5, 400)
+    assert M.av_sync_ms(audio, steps) == pytest.approx(10.0, abs=2.5)
+    assert M.av_sync_ms(np.zeros(4000), steps) is None
+
+
+def test_balanced_accuracy_ignores_trivial_negatives():
+    target = np.array([[1, 0], [0, 0], [0, 0], [0, 0]], bool)
+    always_no = np.zeros_like(target)
+    assert M.balanced_accuracy(always_no, target) == [0.5, None]
+    assert M.balanced_accuracy(target, target) == [1.0, None]
+
+
+def test_action_classes_and_audio_targets_from_labels():
+    labels = empty_labels(5)
+    labels["keys"] = [0, 1, 1 | 16, 8, 0]
+    labels["yaw_delta"] = [0, 0, 0, 0, 0.1]
+    names = [ACTIONS[i] for i in action_class(labels["keys"], labels["yaw_delta"])]
+    assert names == ["idle", "forward", "turn_left", "strafe_right", "turn_right"]
+    labels["step_onset"] = [0, 1, 0, 0, 0]
+    labels["weather"] = [1, 1, 0, 0, 0]
+    t = audio_targets(labels)
+    assert t[:, 0].tolist() == [0, 1, 1, 0, 0] and t[:, 1].tolist() == [1, 1, 0, 0, 0]

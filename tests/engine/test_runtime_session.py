@@ -1,0 +1,140 @@
+"""The runtime API: chunks, timestamps, dynamic chunk lengths, event handling and errors."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+import torch
+
+from engine.model.audio_ae import AudioAE, AudioAEConfig
+from engine.model.checkpoint import save_checkpoint
+from engine.model.video_ae import VideoAE, VideoAEConfig
+from engine.model.world import WorldModel, WorldModelConfig
+from engine.runtime import Action, AudioIn, EventError, Image, Prompt, World, parse_event
+from engine.runtime.session import LONG_CHUNK_FRAMES
+
+
+class FakeText:
+    """Deterministic stand-in for MiniLM (loading the real one takes ~10 s)."""
+
+    def encode(self, texts):
+        return np.stack([np.frombuffer(hashlib.sha256(t.encode()).digest() * 48, np.uint8)[:384]
+                         .astype(np.float32) / 255 for t in texts])
+
+
+def tiny_world() -> World:
+    torch.manual_seed(0)
+    video = VideoAE(VideoAEConfig(stem=8, widths=(8, 8, 8)))
+    audio = AudioAE(AudioAEConfig(width=8))
+    model = WorldModel(WorldModelConfig(width=32, depth=1, heads=2, context=2, sampler_steps=2))
+    return World(video, audio, model, text_encoder=FakeText())
+
+
+@pytest.fixture(scope="module")
+def world():
+    return tiny_world()
+
+
+def test_chunk_shapes_dtypes_and_timestamps(world):
+    session = world.start({"seed": 3, "theme": "frost_valley"})
+    first = session.next_chunk()
+    second = session.next_chunk()
+    assert first.video.shape == (1, 128, 128, 3) and first.video.dtype == np.uint8
+    assert first.audio.shape == (800,) and first.audio.dtype == np.int16
+    assert first.sample_rate == 16_000 and first.fps == 20
+    assert first.pts.tolist() == [0.0] and second.pts.tolist() == [0.05]
+    assert second.first_frame == 1 and session.frame_index == 2
+
+
+def test_action_answered_next_frame_sentence_opens_long_chunk(world):
+    session = world.start({"seed": 1, "theme": "ember_forest"})
+    action_id = session.push(Action(keys=("W", "LEFT"), yaw=0.1))
+    chunk = session.next_chunk()
+    assert len(chunk.pts) == 1 and chunk.answered == [action_id]
+    prompt_id = session.push(Prompt("make it rain"))
+    chunk = session.next_chunk()
+    assert len(chunk.pts) == LONG_CHUNK_FRAMES and chunk.answered == [prompt_id]
+    assert chunk.audio.shape == (LONG_CHUNK_FRAMES * 800,)
+    assert len(session.next_chunk(max_frames=1).pts) == 1
+    assert len(session.rollout.texts) == 1  # the sentence persists in memory
+
+
+def test_same_seed_same_inputs_same_output(world):
+    outs = []
+    for _ in range(2):
+        s = world.start({"seed": 9, "theme": "misty_coast"})
+        s.push({"kind": "action", "keys": ["W"]})
+        s.push({"kind": "audio", "loudness": 0.7, "onset": True})
+        outs.append(np.concatenate([s.next_chunk().video for _ in range(3)]))
+    assert np.array_equal(outs[0], outs[1])
+
+
+def test_image_event_and_reference_image_in_spec(world):
+    palette = {"sky": [10, 20, 200], "foliage": [0, 200, 0], "ground": [120, 80, 40]}
+    session = world.start({"seed": 2, "theme": "ember_forest", "reference_image": palette})
+    assert len(session.next_chunk().pts) == LONG_CHUNK_FRAMES
+    assert session.rollout.image is not None
+    session.push(Image(np.zeros((32, 48, 3), np.uint8)))
+    assert len(session.next_chunk().pts) == LONG_CHUNK_FRAMES
+
+
+def test_audio_samples_become_features():
+    loud, onset = AudioIn(samples=(np.ones(800) * 8000).astype(np.int16)).features(0.0)
+    assert 0.9 <= loud <= 1.0 and onset
+    quiet, onset = AudioIn(samples=np.zeros(800, np.int16)).features(0.0)
+    assert quiet == 0.0 and not onset
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"kind": "action", "keys": ["Q"]}, "unknown"),
+    ({"kind": "action", "keys": "W"}, "list of key names"),
+    ({"kind": "action", "keys": [], "yaw": float("nan")}, "yaw"),
+    ({"kind": "action", "keys": [], "pitch": 10.0}, "pitch"),
+    ({"kind": "prompt", "text": "   "}, "non-empty"),
+    ({"kind": "prompt", "text": "x" * 600}, "longer"),
+    ({"kind": "audio", "loudness": 1.5}, "loudness"),
+    ({"kind": "audio", "loudness": 0.5, "onset": "yes"}, "onset"),
+    ({"kind": "teleport"}, "kind"),
+    ({"kind": "action", "keys": [], "speed": 2}, "unknown fields"),
+    ("W", "dict"),
+])
+def test_bad_events_raise_a_clear_error(world, bad, message):
+    session = world.start({"seed": 0})
+    with pytest.raises(EventError, match=message):
+        session.push(bad)
+
+
+def test_bad_images_and_specs_and_closed_sessions(world):
+    session = world.start({"seed": 0})
+    with pytest.raises(EventError, match="uint8"):
+        session.push(Image(np.zeros((8, 8), np.float32)))
+    with pytest.raises(EventError, match="reference_image"):
+        session.push(Image({"sky": [1, 2, 3]}))
+    with pytest.raises(EventError, match="theme"):
+        world.start({"seed": 0, "theme": "mars"})
+    session.close()
+    with pytest.raises(EventError, match="closed"):
+        session.push(Action())
+    with pytest.raises(EventError, match="closed"):
+        session.next_chunk()
+
+
+def test_parse_event_accepts_script_inputs():
+    assert parse_event({"t": 5, "kind": "action", "keys": ["W"], "yaw": 0.2}) == Action(
+        ("W",), 0.2, 0.0)
+    assert parse_event({"kind": "prompt", "text": "make it rain"}) == Prompt("make it rain")
+
+
+def test_load_from_weights_folder_and_missing_weights(tmp_path):
+    w = tiny_world()
+    save_checkpoint(tmp_path / "video_ae.pt", w.video_ae, half=True)
+    save_checkpoint(tmp_path / "audio_ae.pt", w.audio_ae, half=True)
+    save_checkpoint(tmp_path / "world.pt", w.model, half=True)
+    loaded = World.load(tmp_path)
+    loaded.text = FakeText()
+    assert loaded.model.config == w.model.config
+    assert loaded.start({"seed": 1}).next_chunk().video.shape == (1, 128, 128, 3)
+    with pytest.raises(FileNotFoundError, match="world.pt"):
+        World.load(tmp_path / "nowhere")
