@@ -1,6 +1,7 @@
 """The world themes the engine can render; each gallery world picks one.
 
-Kept in step with engine.sim.THEME_NAMES by tests/site/test_world_validation.py. The colours paint a gallery card until a world has a real thumbnail.
+Kept in step with engine.sim.THEME_NAMES by tests/site/test_world_validation.py. The colours
+paint a gallery card until a world has a real thumbnail.
 """
 
 from dataclasses import dataclass

@@ -33,6 +33,10 @@ class PlaySession(models.Model):
     )
     seconds_used = models.PositiveIntegerField(default=0)
     end_reason = models.CharField(max_length=200, blank=True)
+    # Which engine worker runs the session, and when it last said it was alive.
+    worker_name = models.CharField(max_length=100, blank=True)
+    worker_channel = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

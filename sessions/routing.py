@@ -1,3 +1,9 @@
-"""WebSocket routes, mounted under /ws/ by worldsite.asgi."""
+"""WebSocket routes, mounted by worldsite.asgi."""
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from sessions.consumers import PlayConsumer
+
+websocket_urlpatterns = [
+    path("ws/play/<uuid:session_id>/", PlayConsumer.as_asgi()),
+]

@@ -112,3 +112,27 @@ def queue_position(*, session: PlaySession) -> int | None:
         state=PlaySession.State.QUEUED, created_at__lt=session.created_at
     ).count()
     return ahead + 1
+
+
+def queue_eta_seconds(*, position: int) -> int:
+    """Rough wait for the `position`-th queued session: when enough running sessions run out.
+
+    Running sessions end at the latest when their allowed time is up, so this is an upper bound
+    unless players leave early (they usually do)."""
+    now = timezone.now()
+    remaining = sorted(
+        max(0, allowed - int((now - (started or now)).total_seconds()))
+        for allowed, started in PlaySession.objects.filter(
+            state__in=PlaySession.RUNNING_STATES
+        ).values_list("allowed_seconds", "started_at")
+    )
+    if not remaining:
+        return 0
+    rounds, index = divmod(position - 1, len(remaining))
+    return remaining[index] + rounds * settings.QUOTA_MAX_SESSION_SECONDS
+
+
+def session_get_for_owner(*, session_id: str, owner: AbstractBaseUser) -> PlaySession | None:
+    return (
+        PlaySession.objects.filter(pk=session_id, owner=owner).select_related("world").first()
+    )

@@ -5,6 +5,7 @@ players pressing Play at once can never push the site past a limit.
 """
 
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import StrEnum
 
 from django.conf import settings
@@ -162,8 +163,9 @@ def session_mark_live(*, session: PlaySession) -> PlaySession:
 
 
 def session_end(*, session: PlaySession, reason: str) -> PlaySession:
-    """End a session normally (player left, time up, admin) and let the queue move up."""
+    """End a session normally (player left, time up, admin); raises if it already finished."""
     _transition(session, State.ENDED, reason=reason)
+    _notify_session_closed(session)
     session_advance_queue()
     return session
 
@@ -171,5 +173,67 @@ def session_end(*, session: PlaySession, reason: str) -> PlaySession:
 def session_fail(*, session: PlaySession, reason: str) -> PlaySession:
     """End a session because something broke; the reason is shown to the player."""
     _transition(session, State.FAILED, reason=reason)
+    _notify_session_closed(session)
     session_advance_queue()
     return session
+
+
+# --- engine workers ------------------------------------------------------------------------------
+
+STALE_WORKER_REASON = (
+    "The world engine serving this session stopped responding. Everything recorded up to that "
+    "moment is kept."
+)
+
+
+def _notify_session_closed(session: PlaySession) -> None:
+    """Tell the player's page and the engine worker, once the transaction has committed."""
+    from sessions import notify  # channel-layer plumbing; imported late to keep services light
+
+    transaction.on_commit(
+        lambda: notify.session_closed(
+            session_id=str(session.pk),
+            worker_channel=session.worker_channel,
+            reason=session.end_reason,
+            failed=session.state == State.FAILED,
+        )
+    )
+
+
+def session_finish(*, session: PlaySession, reason: str, failed: bool = False) -> bool:
+    """End or fail a session from anywhere (player, worker, admin, sweeper); False if it had
+    already finished. The page and the worker hear about it either way."""
+    try:
+        _transition(session, State.FAILED if failed else State.ENDED, reason=reason)
+    except IllegalTransition:
+        return False
+    _notify_session_closed(session)
+    session_advance_queue()
+    return True
+
+
+def session_assign_worker(*, session: PlaySession, worker_name: str, worker_channel: str) -> None:
+    PlaySession.objects.filter(pk=session.pk).update(
+        worker_name=worker_name[:100], worker_channel=worker_channel[:200],
+        heartbeat_at=timezone.now(),
+    )
+    session.refresh_from_db()
+
+
+def sessions_heartbeat(*, session_ids: list[str]) -> int:
+    """A worker says these sessions are alive."""
+    return PlaySession.objects.filter(
+        pk__in=session_ids, state__in=PlaySession.RUNNING_STATES
+    ).update(heartbeat_at=timezone.now())
+
+
+def sessions_fail_stale(*, older_than_seconds: float) -> int:
+    """Fail running sessions whose worker has gone quiet (a crashed or killed worker)."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    stale = PlaySession.objects.filter(
+        state__in=PlaySession.RUNNING_STATES, heartbeat_at__lt=cutoff
+    )
+    failed = 0
+    for session in stale:
+        failed += session_finish(session=session, reason=STALE_WORKER_REASON, failed=True)
+    return failed

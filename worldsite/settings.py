@@ -5,6 +5,7 @@ in-process, console e-mail. Scaled: DATABASE_URL -> PostgreSQL, REDIS_URL -> cha
 the Celery broker, EMAIL_HOST -> SMTP. The README lists every variable.
 """
 
+import json
 import os
 import secrets
 from pathlib import Path
@@ -204,6 +205,25 @@ ENGINE_CAPACITY = env_int("WORLDSITE_ENGINE_CAPACITY", 2)
 # Players waiting beyond this are refused rather than queued.
 QUEUE_MAX_LENGTH = env_int("WORLDSITE_QUEUE_MAX_LENGTH", 20)
 INVITATION_TTL_DAYS = env_int("WORLDSITE_INVITATION_TTL_DAYS", 7)
+
+# --- Engine workers and WebRTC -----------------------------------------------------------------
+# Without REDIS_URL the engine worker runs inside the daphne process (the embedded default);
+# with it, start workers with `manage.py engine_worker` (any number, on any machine).
+ENGINE_EMBEDDED = env_bool("WORLDSITE_ENGINE_EMBEDDED", not REDIS_URL)
+ENGINE_WORKER_CAPACITY = env_int("WORLDSITE_ENGINE_WORKER_CAPACITY", 1)
+ENGINE_WEIGHTS_DIR = os.environ.get("WORLDSITE_ENGINE_WEIGHTS", "") or None  # engine default
+ENGINE_THREADS = env_int("WORLDSITE_ENGINE_THREADS", 2)
+ENGINE_START_TIMEOUT = env_int("WORLDSITE_ENGINE_START_TIMEOUT", 30)  # s to find a worker
+ENGINE_HEARTBEAT_TIMEOUT = env_int("WORLDSITE_ENGINE_HEARTBEAT_TIMEOUT", 5)  # s of silence
+ENGINE_IDLE_TIMEOUT = env_int("WORLDSITE_ENGINE_IDLE_TIMEOUT", 180)  # s without any input
+ENGINE_RECONNECT_GRACE = env_int("WORLDSITE_ENGINE_RECONNECT_GRACE", 15)  # s to come back
+RECORDINGS_ROOT = Path(os.environ.get("WORLDSITE_RECORDINGS_ROOT", VAR_DIR / "recordings"))
+WEBRTC_VIDEO_CODEC = os.environ.get("WORLDSITE_VIDEO_CODEC", "VP8")  # or H264
+# JSON list of RTCIceServer dicts, e.g. [{"urls": "turn:turn.example.com", "username": ...}].
+# None by default: aiortc's own default would contact a public STUN server.
+WEBRTC_ICE_SERVERS = json.loads(os.environ.get("WORLDSITE_ICE_SERVERS", "[]"))
+# Offer 127.0.0.1 ICE candidates (aioice skips loopback): single-machine installs and tests.
+WEBRTC_LOOPBACK = env_bool("WORLDSITE_WEBRTC_LOOPBACK", True)
 
 # Reference images for worlds: what the upload validator accepts.
 REFERENCE_IMAGE_MAX_BYTES = env_int("WORLDSITE_REFERENCE_IMAGE_MAX_BYTES", 4 * 1024 * 1024)

@@ -6,6 +6,7 @@ from django.views.static import serve
 urlpatterns = [
     path("", include("gallery.urls")),
     path("", include("accounts.urls")),
+    path("", include("sessions.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
 ]

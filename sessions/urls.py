@@ -1,0 +1,11 @@
+from django.urls import path
+
+from sessions import views
+
+app_name = "sessions"
+
+urlpatterns = [
+    path("worlds/<slug:slug>/play/", views.play_start, name="play_start"),
+    path("play/<uuid:session_id>/", views.play_page, name="play"),
+    path("play/<uuid:session_id>/image/", views.play_image, name="play_image"),
+]

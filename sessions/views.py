@@ -1,0 +1,90 @@
+import io
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from PIL import Image
+
+from gallery import selectors as gallery_selectors
+from gallery.validators import validate_reference_image
+from sessions import selectors, services
+from sessions.services import Decision
+
+REFERENCE_SIDE = 128  # the engine reads a palette from the picture: more pixels add nothing
+
+
+@login_required
+@require_POST
+def play_start(request: HttpRequest, slug: str) -> HttpResponse:
+    world = gallery_selectors.world_get_published(slug=slug)
+    if world is None:
+        raise Http404("No published world has that address.")
+    reservation = services.session_reserve(user=request.user, world=world)
+    if reservation.decision == Decision.REFUSE:
+        messages.error(request, reservation.reason)
+        return redirect(world.get_absolute_url())
+    return redirect("sessions:play", session_id=reservation.session.pk)
+
+
+@login_required
+def play_page(request: HttpRequest, session_id) -> HttpResponse:
+    session = selectors.session_get_for_owner(session_id=session_id, owner=request.user)
+    if session is None:
+        raise Http404("This play session does not exist or is not yours.")
+    context = {
+        "session": session,
+        "world": session.world,
+        "usage": selectors.quota_usage(user=request.user),
+        "suggested_prompts": SUGGESTED_PROMPTS.get(session.world.theme, DEFAULT_PROMPTS),
+        "ice_servers": settings.WEBRTC_ICE_SERVERS,
+    }
+    return render(request, "sessions/play.html", context)
+
+
+@login_required
+@require_POST
+def play_image(request: HttpRequest, session_id) -> JsonResponse:
+    """A reference image dropped on the play page: validated, shrunk, sent to the worker."""
+    session = selectors.session_get_for_owner(session_id=session_id, owner=request.user)
+    if session is None:
+        return JsonResponse({"error": "This play session does not exist."}, status=404)
+    if not session.is_active or not session.worker_channel:
+        return JsonResponse({"error": "The world is not running."}, status=409)
+    upload = request.FILES.get("image")
+    if upload is None:
+        return JsonResponse({"error": "Attach an image file named 'image'."}, status=400)
+    try:
+        validate_reference_image(upload)
+    except ValidationError as error:
+        return JsonResponse({"error": error.messages[0]}, status=400)
+    with Image.open(upload) as picture:
+        picture = picture.convert("RGB")
+        picture.thumbnail((REFERENCE_SIDE, REFERENCE_SIDE))
+        buffer = io.BytesIO()
+        picture.save(buffer, format="PNG")
+    async_to_sync(get_channel_layer().send)(session.worker_channel, {
+        "type": "engine.image", "session_id": str(session.pk), "png": buffer.getvalue(),
+    })
+    return JsonResponse({"ok": True, "width": picture.width, "height": picture.height})
+
+
+DEFAULT_PROMPTS = ["make it rain", "make it night", "cast fire magic", "summon a dragon",
+                   "give the creature a leaf", "show me a rainbow"]
+SUGGESTED_PROMPTS = {
+    "ember_forest": ["cast fire magic", "give the creature a leaf", "make it dusk",
+                     "plant a tree", "make it rain"],
+    "frost_valley": ["make it snow", "light a lantern", "make it night", "fog rolls in",
+                     "give the creature a leaf"],
+    "desert_canyon": ["summon a dragon", "show me a rainbow", "make it dusk",
+                      "cast fire magic", "raise a statue"],
+    "neon_night": ["light a lantern", "make it rain", "grow a crystal", "summon a dragon",
+                   "give the creature a leaf"],
+    "misty_coast": ["make it rain", "show me a rainbow", "fog rolls in", "make it night",
+                    "give the creature a leaf"],
+}

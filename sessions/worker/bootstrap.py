@@ -1,0 +1,76 @@
+"""Builds an EngineWorker wired to this site's settings, database and channel layer."""
+
+import asyncio
+import logging
+import os
+import socket
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from sessions import services
+from sessions.models import PlaySession
+from sessions.worker import engine_adapter
+from sessions.worker.loopback import enable_loopback_candidates
+from sessions.worker.service import EngineWorker, WorkerConfig
+
+logger = logging.getLogger(__name__)
+
+
+class DatabaseSessionStore:
+    """What the worker reports, written through the session services."""
+
+    @database_sync_to_async
+    def mark_live(self, session_id: str) -> None:
+        session = PlaySession.objects.filter(pk=session_id).first()
+        if session is None:
+            return
+        try:
+            services.session_mark_live(session=session)
+        except services.IllegalTransition:
+            logger.info("session %s could not go live (already %s)", session_id, session.state)
+
+    @database_sync_to_async
+    def finish(self, session_id: str, reason: str, failed: bool) -> None:
+        session = PlaySession.objects.filter(pk=session_id).first()
+        if session is not None:
+            services.session_finish(session=session, reason=reason, failed=failed)
+
+    @database_sync_to_async
+    def heartbeat(self, session_ids: list[str]) -> None:
+        services.sessions_heartbeat(session_ids=session_ids)
+
+    @database_sync_to_async
+    def fail_stale(self, older_than_seconds: float) -> None:
+        services.sessions_fail_stale(older_than_seconds=older_than_seconds)
+
+
+def default_worker_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def build_worker(*, name: str | None = None, capacity: int | None = None) -> EngineWorker:
+    if settings.WEBRTC_LOOPBACK:
+        enable_loopback_candidates()
+    config = WorkerConfig(
+        name=name or default_worker_name(),
+        capacity=capacity or settings.ENGINE_WORKER_CAPACITY,
+        recordings_root=settings.RECORDINGS_ROOT,
+        ice_servers=settings.WEBRTC_ICE_SERVERS,
+        idle_timeout_s=settings.ENGINE_IDLE_TIMEOUT,
+        reconnect_grace_s=settings.ENGINE_RECONNECT_GRACE,
+        stale_after_s=max(10.0, 2.0 * settings.ENGINE_HEARTBEAT_TIMEOUT),
+        video_codec=settings.WEBRTC_VIDEO_CODEC,
+    )
+    return EngineWorker(
+        get_channel_layer(), config, DatabaseSessionStore(),
+        engine_adapter.open_engine_session, engine_adapter.engine_info,
+    )
+
+
+async def preload_engine() -> None:
+    """Load weights and the text encoder before taking sessions (a cold load takes seconds)."""
+    await asyncio.get_running_loop().run_in_executor(
+        None, engine_adapter.load_world, settings.ENGINE_WEIGHTS_DIR, settings.ENGINE_THREADS
+    )

@@ -1,0 +1,179 @@
+"""One player's WebRTC connection: generated video+audio down, inputs and microphone up."""
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from aiortc import (
+    RTCConfiguration,
+    RTCIceServer,
+    RTCPeerConnection,
+    RTCRtpSender,
+    RTCSessionDescription,
+)
+from aiortc.mediastreams import MediaStreamError
+
+from sessions.protocol import ProtocolError, parse_data_message
+from sessions.worker.media import GeneratedAudioTrack, GeneratedVideoTrack, LatestFrames, MediaClock
+from sessions.worker.microphone import MicrophoneFeatures
+from sessions.worker.runner import SessionRunner
+
+logger = logging.getLogger(__name__)
+
+
+class TokenBucket:
+    """Allows `rate` events a second with bursts of `burst`; floods are dropped, not queued."""
+
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate, self.burst = rate, burst
+        self.tokens = burst
+        self.updated = time.monotonic()
+
+    def allow(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+
+
+def rtc_configuration(ice_servers: list[dict[str, Any]]) -> RTCConfiguration:
+    """ICE servers from settings only: aiortc's own default would reach a public STUN server."""
+    return RTCConfiguration(iceServers=[RTCIceServer(**server) for server in ice_servers])
+
+
+def _prefer_codec(pc: RTCPeerConnection, mime_type: str) -> None:
+    codecs = RTCRtpSender.getCapabilities("video").codecs
+    preferred = [c for c in codecs if c.mimeType.lower() == mime_type.lower()]
+    if not preferred:
+        raise ValueError(f"Video codec {mime_type} is not available.")
+    rtx = [c for c in codecs if c.mimeType.lower() == "video/rtx"]
+    for transceiver in pc.getTransceivers():
+        if transceiver.kind == "video":
+            transceiver.setCodecPreferences(preferred + rtx)
+
+
+class PlayPeer:
+    """Owns the RTCPeerConnection, the media tracks and the input plumbing of one session."""
+
+    def __init__(
+        self,
+        runner: SessionRunner,
+        frames: LatestFrames,
+        *,
+        fps: int,
+        ice_servers: list[dict[str, Any]],
+        video_codec: str = "VP8",
+        on_connection_state: Callable[[str], None] | None = None,
+    ) -> None:
+        self.runner = runner
+        self.frames = frames
+        self.fps = fps
+        self.video_codec = video_codec
+        self.on_connection_state = on_connection_state
+        self.pc = RTCPeerConnection(rtc_configuration(ice_servers))
+        self.clock = MediaClock()
+        self.bad_messages = 0
+        self.dropped_inputs = 0
+        self._movement_limit = TokenBucket(rate=120, burst=60)
+        self._prompt_limit = TokenBucket(rate=0.5, burst=4)
+        self._tasks: set[asyncio.Task] = set()
+        self._channels: list = []
+        self._install_handlers()
+
+    def _install_handlers(self) -> None:
+        pc = self.pc
+
+        @pc.on("connectionstatechange")
+        def _state_changed() -> None:
+            if self.on_connection_state is not None:
+                self.on_connection_state(pc.connectionState)
+
+        @pc.on("datachannel")
+        def _data_channel(channel) -> None:
+            self._channels.append(channel)
+
+            @channel.on("message")
+            def _message(raw) -> None:
+                self._handle_data_message(channel, raw)
+
+        @pc.on("track")
+        def _track(track) -> None:
+            if track.kind == "audio":
+                task = asyncio.ensure_future(self._consume_microphone(track))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    def _reply(self, channel, message: dict[str, Any]) -> None:
+        try:
+            if channel.readyState == "open":
+                channel.send(json.dumps(message))
+        except Exception:  # a closing channel must not break input handling
+            logger.debug("could not reply on data channel", exc_info=True)
+
+    def _handle_data_message(self, channel, raw) -> None:
+        try:
+            message = parse_data_message(raw)
+        except ProtocolError as error:
+            self.bad_messages += 1
+            self._reply(channel, {"type": "error", "code": error.code, "message": error.message})
+            return
+        if message["type"] == "input":
+            if not self._movement_limit.allow():
+                self.dropped_inputs += 1
+                return
+            event = {"kind": "action", "keys": message["keys"], "yaw": message["yaw"],
+                     "pitch": message["pitch"]}
+            if not self.runner.push(event, seq=message["seq"]):
+                self.dropped_inputs += 1
+            return
+        if not self._prompt_limit.allow():
+            self._reply(channel, {"type": "error", "code": "rate_limited",
+                                  "message": "Slow down: one sentence every few seconds."})
+            return
+        if self.runner.push({"kind": "prompt", "text": message["text"]}):
+            self._reply(channel, {"type": "prompt_ack", "text": message["text"]})
+        else:
+            self.dropped_inputs += 1
+
+    async def _consume_microphone(self, track) -> None:
+        features: MicrophoneFeatures | None = None
+        while True:
+            try:
+                frame = await track.recv()
+            except MediaStreamError:
+                return
+            pcm = frame.to_ndarray()
+            if pcm.ndim == 2 and pcm.shape[0] > 1:  # planar: one row a channel
+                pcm = pcm.mean(axis=0)
+            elif pcm.ndim == 2 and len(frame.layout.channels) > 1:  # packed: interleaved
+                pcm = pcm.reshape(-1, len(frame.layout.channels)).mean(axis=1)
+            if features is None:
+                features = MicrophoneFeatures(frame.sample_rate, 1.0 / self.fps)
+            for loudness, onset in features.feed(np.asarray(pcm).ravel()):
+                self.runner.push({"kind": "audio", "loudness": loudness, "onset": onset})
+
+    async def answer(self, offer_sdp: str) -> str:
+        """Accept the browser's offer (it carries all its ICE candidates) and return our answer."""
+        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
+        self.pc.addTrack(GeneratedVideoTrack(self.frames, self.clock, self.fps))
+        self.pc.addTrack(GeneratedAudioTrack(self.frames, self.clock))
+        _prefer_codec(self.pc, f"video/{self.video_codec}")
+        await self.pc.setLocalDescription(await self.pc.createAnswer())
+        return self.pc.localDescription.sdp
+
+    def notify(self, message: dict[str, Any]) -> None:
+        """Send a message to the page over every open data channel (e.g. the session ending)."""
+        for channel in self._channels:
+            self._reply(channel, message)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await self.pc.close()

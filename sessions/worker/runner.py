@@ -1,0 +1,176 @@
+"""Runs one engine session on its own thread, in real time, off the event loop.
+
+Inputs arrive from the event loop (data channel, microphone, uploads) through a queue; the
+thread applies them before generating the next chunk, paces frames at the engine's frame rate,
+hands each frame to the media tracks and the recorder, and measures input-to-frame latency.
+"""
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+
+class EngineChunk(Protocol):
+    video: np.ndarray  # (n, H, W, 3) uint8
+    audio: np.ndarray  # (n * samples_per_frame,) int16
+
+
+class EngineSession(Protocol):
+    def push(self, event: dict[str, Any]) -> None: ...
+
+    def next_chunk(self) -> EngineChunk: ...
+
+
+class FrameSink(Protocol):
+    def put(self, frame: np.ndarray, audio_16k: np.ndarray, index: int) -> None: ...
+
+
+@dataclass
+class RunnerStats:
+    frames: int = 0
+    late_frames: int = 0
+    input_latency_ms: deque = field(default_factory=lambda: deque(maxlen=512))
+    frame_ms: deque = field(default_factory=lambda: deque(maxlen=512))
+    last_input_at: float = field(default_factory=time.monotonic)
+
+
+class SessionRunner:
+    def __init__(
+        self,
+        engine: EngineSession,
+        sink: FrameSink,
+        *,
+        fps: int,
+        samples_per_frame: int,
+        recorder: Any | None = None,
+        on_stop: Callable[[str], None] | None = None,  # called on the thread; check .failed
+    ) -> None:
+        self.engine = engine
+        self.sink = sink
+        self.fps = fps
+        self.samples_per_frame = samples_per_frame
+        self.recorder = recorder
+        self.on_stop = on_stop
+        self.stats = RunnerStats()
+        self.last_applied_seq = 0
+        self._inputs: queue.Queue = queue.Queue(maxsize=256)
+        self._stop = threading.Event()
+        self._stop_reason = ""
+        self.failed = False
+        self._started = False
+        self._thread = threading.Thread(target=self._run, name="engine-session", daemon=True)
+        self._pending_frames: deque[tuple[np.ndarray, np.ndarray]] = deque()
+
+    def start(self) -> None:
+        self._started = True
+        self._thread.start()
+
+    def push(self, event: dict[str, Any], seq: int = 0) -> bool:
+        """Queue an engine event (engine.runtime's dict form) for the next frame; `seq` is the
+        page's input counter, reported back so the page can time input-to-frame latency.
+        False if the queue is full (the input is dropped)."""
+        try:
+            self._inputs.put_nowait((time.monotonic(), seq, event))
+        except queue.Full:
+            return False
+        self.stats.last_input_at = time.monotonic()
+        return True
+
+    def stop(self, reason: str) -> None:
+        """Ask the thread to stop; a runner that never started is finished right here."""
+        if self._stop.is_set():
+            return
+        self._stop_reason = reason
+        self._stop.set()
+        if not self._started:
+            self._finish(reason)
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive() and not self._stop.is_set()
+
+    def _apply_inputs(self) -> list[float]:
+        """Push queued inputs into the engine; return their arrival times."""
+        arrivals = []
+        while True:
+            try:
+                arrived, seq, event = self._inputs.get_nowait()
+            except queue.Empty:
+                return arrivals
+            try:
+                self.engine.push(event)
+            except (ValueError, TypeError) as exc:  # the engine refused this event
+                logger.info("engine refused an input: %s", exc)
+                continue
+            if self.recorder is not None:
+                self.recorder.log_input(self.stats.frames, _loggable(event))
+            self.last_applied_seq = max(self.last_applied_seq, seq)
+            arrivals.append(arrived)
+
+    def _next_frame(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self._pending_frames:
+            chunk = self.engine.next_chunk()
+            audio = np.asarray(chunk.audio, np.int16).reshape(len(chunk.video), -1)
+            self._pending_frames.extend(zip(chunk.video, audio, strict=True))
+        return self._pending_frames.popleft()
+
+    def _run(self) -> None:
+        period = 1.0 / self.fps
+        next_tick = time.monotonic()
+        reason = ""
+        try:
+            while not self._stop.is_set():
+                arrivals = self._apply_inputs() if not self._pending_frames else []
+                started = time.monotonic()
+                frame, audio = self._next_frame()
+                produced = time.monotonic()
+                self.sink.put(frame, audio, self.stats.frames)
+                if self.recorder is not None:
+                    self.recorder.write_frame(frame, audio)
+                self.stats.frames += 1
+                self.stats.frame_ms.append((produced - started) * 1000)
+                for arrived in arrivals:
+                    self.stats.input_latency_ms.append((produced - arrived) * 1000)
+                next_tick += period
+                delay = next_tick - time.monotonic()
+                if delay > 0:
+                    self._stop.wait(delay)
+                else:
+                    self.stats.late_frames += 1
+                    next_tick = time.monotonic()  # fall behind gracefully, never build a backlog
+            reason = self._stop_reason
+        except Exception:  # a crash ends this session, never the worker
+            logger.exception("engine session crashed")
+            self.failed = True
+            reason = "The world engine hit an internal error and stopped this session."
+        finally:
+            self._finish(reason or "stopped")
+
+    def _finish(self, reason: str) -> None:
+        if self.recorder is not None:
+            self.recorder.close(reason)
+        if self.on_stop is not None:
+            self.on_stop(reason)
+
+
+def _loggable(event: dict[str, Any]) -> dict[str, Any]:
+    """The event as JSON can hold it (an uploaded picture is logged by shape, not pixels)."""
+    if isinstance(event.get("image"), np.ndarray):
+        return {**event, "image": {"shape": list(event["image"].shape)}}
+    return event

@@ -1,0 +1,315 @@
+"""The engine worker: takes sessions from the channel layer and streams them over WebRTC.
+
+Any number of workers share one normal channel, `engine.start`; a worker only listens on it
+while it has free capacity, so Channels' own delivery spreads sessions across workers with
+room (no scheduler of our own). Everything else about a session goes to the worker's own
+process channel, and the worker reports to the session's group (`play.<id>`): an answer to an
+offer, `live`, a heartbeat every second, and `stopped` with the reason. A consumer that stops
+hearing heartbeats fails the session: that is how a dead worker is noticed.
+"""
+
+import asyncio
+import io
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from sessions.worker.media import LatestFrames
+from sessions.worker.peer import PlayPeer
+from sessions.worker.recorder import SessionRecorder
+from sessions.worker.runner import SessionRunner
+
+logger = logging.getLogger(__name__)
+
+START_CHANNEL = "engine.start"
+HEARTBEAT_SECONDS = 1.0
+
+
+def session_group(session_id: str) -> str:
+    return f"play.{session_id}"
+
+
+@dataclass
+class WorkerConfig:
+    name: str
+    capacity: int
+    recordings_root: Path
+    ice_servers: list[dict[str, Any]]
+    idle_timeout_s: int
+    reconnect_grace_s: float = 15.0
+    stale_after_s: float = 10.0
+    video_codec: str = "VP8"
+
+
+class SessionStore(Protocol):
+    """Where the worker records what happened (the database, through the session services)."""
+
+    async def mark_live(self, session_id: str) -> None: ...
+
+    async def finish(self, session_id: str, reason: str, failed: bool) -> None: ...
+
+    async def heartbeat(self, session_ids: list[str]) -> None: ...
+
+    async def fail_stale(self, older_than_seconds: float) -> None: ...
+
+
+@dataclass
+class LiveSession:
+    session_id: str
+    runner: SessionRunner
+    peer: PlayPeer | None
+    frames: LatestFrames
+    allowed_seconds: int
+    started: float
+    live_since: float | None = None
+    stop_reason: str = ""
+    forced_failure: bool = False
+    detached_at: float | None = None
+
+
+class EngineWorker:
+    def __init__(
+        self,
+        layer,
+        config: WorkerConfig,
+        store: SessionStore,
+        open_engine_session: Callable[[dict[str, Any]], Any],
+        engine_info: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.layer = layer
+        self.config = config
+        self.store = store
+        self.open_engine_session = open_engine_session  # spec -> runtime session (blocking)
+        self.engine_info = engine_info  # fps, samples_per_frame, resolution
+        self.sessions: dict[str, LiveSession] = {}
+        self.channel = ""
+        self._tasks: list[asyncio.Task] = []
+        self._stopping = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def run(self) -> None:
+        self.channel = await self.layer.new_channel()  # channels_redis needs the default prefix
+        logger.info("engine worker %s up, capacity %d", self.config.name, self.config.capacity)
+        self._tasks = [
+            asyncio.ensure_future(self._accept_loop()),
+            asyncio.ensure_future(self._control_loop()),
+            asyncio.ensure_future(self._heartbeat_loop()),
+        ]
+        try:
+            await asyncio.gather(*self._tasks)
+        finally:
+            await self.shutdown("The world engine worker shut down.")
+
+    async def shutdown(self, reason: str) -> None:
+        if self._stopping:
+            return
+        self._stopping = True
+        for task in self._tasks:
+            task.cancel()
+        for session_id in list(self.sessions):
+            await self._stop_session(session_id, reason, failed=True)
+
+    @property
+    def free_slots(self) -> int:
+        return self.config.capacity - len(self.sessions)
+
+    # -- loops --------------------------------------------------------------------------------
+    async def _accept_loop(self) -> None:
+        while True:
+            if self.free_slots <= 0:
+                await asyncio.sleep(0.2)
+                continue
+            message = await self.layer.receive(START_CHANNEL)
+            try:
+                await self._start_session(message)
+            except Exception:
+                logger.exception("could not start session %s", message.get("session_id"))
+                await self._report(message.get("session_id", ""), {
+                    "type": "engine.stopped", "failed": True,
+                    "reason": "The world engine could not start this world.",
+                })
+
+    async def _control_loop(self) -> None:
+        while True:
+            message = await self.layer.receive(self.channel)
+            session_id = str(message.get("session_id", ""))
+            kind = message.get("type")
+            try:
+                if kind == "engine.offer":
+                    await self._answer(session_id, message)
+                elif kind == "engine.stop":
+                    await self._stop_session(session_id, message.get("reason", "Session ended."))
+                elif kind == "engine.detach" and session_id in self.sessions:
+                    self.sessions[session_id].detached_at = time.monotonic()
+                elif kind == "engine.image":
+                    self._push(session_id, {"kind": "image", "image": _decode_png(message["png"])})
+                else:
+                    logger.warning("worker ignored message of type %r", kind)
+            except Exception:
+                logger.exception("control message %r for %s failed", kind, session_id)
+
+    async def _heartbeat_loop(self) -> None:
+        beats = 0
+        while True:
+            now = time.monotonic()
+            if beats % 5 == 0:  # the database hears less often than the pages do
+                await self._store_heartbeats()
+            beats += 1
+            for session_id, live in list(self.sessions.items()):
+                stats = live.runner.stats
+                if live.detached_at and now - live.detached_at > self.config.reconnect_grace_s:
+                    await self._stop_session(session_id, "Player left.")
+                    continue
+                if live.live_since and now - live.live_since > live.allowed_seconds:
+                    await self._stop_session(session_id, "Session time limit reached.")
+                    continue
+                if now - stats.last_input_at > self.config.idle_timeout_s:
+                    await self._stop_session(
+                        session_id, f"Ended after {self.config.idle_timeout_s} s without input."
+                    )
+                    continue
+                latencies = sorted(stats.input_latency_ms)
+                await self._report(session_id, {
+                    "type": "engine.heartbeat",
+                    "worker": self.config.name,
+                    "frames": stats.frames,
+                    "late_frames": stats.late_frames,
+                    "frame_ms_p50": _median(stats.frame_ms),
+                    "input_latency_ms_p50": _median(latencies),
+                    "seconds_left": _seconds_left(live, now),
+                    "last_seq": live.runner.last_applied_seq,
+                    "bad_messages": live.peer.bad_messages if live.peer else 0,
+                })
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+
+    async def _store_heartbeats(self) -> None:
+        try:
+            if self.sessions:
+                await self.store.heartbeat(list(self.sessions))
+            await self.store.fail_stale(self.config.stale_after_s)
+        except Exception:  # the database being briefly away must not stop the streams
+            logger.exception("could not record heartbeats")
+
+    # -- sessions -----------------------------------------------------------------------------
+    async def _start_session(self, message: dict[str, Any]) -> None:
+        session_id = str(message["session_id"])
+        spec = dict(message["spec"])
+        info = self.engine_info()
+        loop = asyncio.get_running_loop()
+        engine_session = await loop.run_in_executor(None, self.open_engine_session, spec)
+        height, width = info["resolution"]
+        frames = LatestFrames(height, width)
+        recorder = SessionRecorder(
+            self.config.recordings_root / session_id,
+            fps=info["fps"], width=width, height=height, spec=spec,
+        )
+
+        def on_stop(reason: str) -> None:  # on the runner's thread
+            loop.call_soon_threadsafe(
+                lambda: asyncio.ensure_future(self._runner_stopped(session_id, reason))
+            )
+
+        runner = SessionRunner(
+            engine_session, frames, fps=info["fps"],
+            samples_per_frame=info["samples_per_frame"], recorder=recorder, on_stop=on_stop,
+        )
+        self.sessions[session_id] = LiveSession(
+            session_id=session_id, runner=runner, peer=None, frames=frames,
+            allowed_seconds=int(message.get("allowed_seconds") or 600), started=time.monotonic(),
+        )
+        await self._report(session_id, {
+            "type": "engine.accepted", "worker": self.config.name, "worker_channel": self.channel,
+        })
+
+    async def _answer(self, session_id: str, message: dict[str, Any]) -> None:
+        live = self.sessions.get(session_id)
+        reply_to = message.get("reply_channel")
+        if live is None:
+            if reply_to:
+                await self.layer.send(reply_to, {
+                    "type": "engine.error", "message": "This session is no longer running.",
+                })
+            return
+        live.detached_at = None
+        if live.peer is not None:  # a reconnect: the old connection is replaced
+            await live.peer.close()
+        info = self.engine_info()
+
+        def connection_state(state: str) -> None:
+            if state == "connected" and live.live_since is None:
+                live.live_since = time.monotonic()
+                asyncio.ensure_future(self._went_live(session_id))
+            elif state == "failed":
+                logger.info("peer connection failed for %s", session_id)
+
+        live.peer = PlayPeer(
+            live.runner, live.frames, fps=info["fps"], ice_servers=self.config.ice_servers,
+            video_codec=message.get("codec") or self.config.video_codec,
+            on_connection_state=connection_state,
+        )
+        answer = await live.peer.answer(message["sdp"])
+        if not live.runner.running and live.runner.stats.frames == 0:
+            live.runner.start()
+        await self.layer.send(reply_to, {"type": "engine.answer", "sdp": answer})
+
+    async def _went_live(self, session_id: str) -> None:
+        await self.store.mark_live(session_id)
+        await self._report(session_id, {"type": "engine.live"})
+
+    def _push(self, session_id: str, event: dict[str, Any]) -> None:
+        live = self.sessions.get(session_id)
+        if live is not None:
+            live.runner.push(event)
+
+    async def _stop_session(self, session_id: str, reason: str, failed: bool = False) -> None:
+        live = self.sessions.get(session_id)
+        if live is None:
+            return
+        live.stop_reason = reason
+        live.forced_failure = live.forced_failure or failed
+        live.runner.stop(reason)  # on_stop -> _runner_stopped, once the thread has wound down
+        if live.runner.started:
+            await asyncio.get_running_loop().run_in_executor(None, live.runner.join, 5.0)
+
+    async def _runner_stopped(self, session_id: str, reason: str) -> None:
+        live = self.sessions.pop(session_id, None)
+        if live is None:
+            return
+        failed = live.forced_failure or live.runner.failed
+        if live.peer is not None:
+            live.peer.notify({"type": "ended", "reason": reason, "failed": failed})
+            await asyncio.sleep(0.1)
+            await live.peer.close()
+        try:
+            await self.store.finish(session_id, reason, failed)
+        finally:
+            await self._report(
+                session_id, {"type": "engine.stopped", "reason": reason, "failed": failed}
+            )
+
+    async def _report(self, session_id: str, message: dict[str, Any]) -> None:
+        if session_id:
+            await self.layer.group_send(session_group(session_id), message)
+
+
+def _decode_png(data: bytes) -> np.ndarray:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as picture:
+        return np.asarray(picture.convert("RGB"), dtype=np.uint8)
+
+
+def _median(values) -> float | None:
+    values = list(values)
+    return round(float(np.median(values)), 1) if values else None
+
+
+def _seconds_left(live: LiveSession, now: float) -> int:
+    if live.live_since is None:
+        return live.allowed_seconds
+    return max(0, int(live.allowed_seconds - (now - live.live_since)))

@@ -1,0 +1,227 @@
+"""PlayConsumer over a real channel layer: auth, ownership, queueing, bad messages, failures."""
+
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+
+from sessions import services
+from sessions.models import PlaySession
+from sessions.routing import websocket_urlpatterns
+from sessions.worker.service import START_CHANNEL, session_group
+from tests.factories import UserFactory, WorldFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _engine_settings(settings):
+    settings.ENGINE_EMBEDDED = False  # these tests play the worker's part themselves
+    settings.ENGINE_CAPACITY = 1
+    settings.ENGINE_START_TIMEOUT = 2
+    settings.ENGINE_HEARTBEAT_TIMEOUT = 2
+
+
+async def _connect(user, session_id) -> WebsocketCommunicator:
+    communicator = WebsocketCommunicator(
+        URLRouter(websocket_urlpatterns), f"/ws/play/{session_id}/"
+    )
+    communicator.scope["user"] = user
+    return communicator
+
+
+@database_sync_to_async
+def _reserve(user, world):
+    return services.session_reserve(user=user, world=world)
+
+
+@database_sync_to_async
+def _state(session_id) -> tuple[str, str]:
+    session = PlaySession.objects.get(pk=session_id)
+    return session.state, session.end_reason
+
+
+async def _receive_until(communicator, predicate, limit: int = 20) -> dict:
+    for _ in range(limit):
+        message = json.loads(await communicator.receive_from(timeout=5))
+        if predicate(message):
+            return message
+    raise AssertionError("expected message never came")
+
+
+async def _drain_start_channel():
+    layer = get_channel_layer()
+    return await layer.receive(START_CHANNEL)
+
+
+@pytest.fixture
+def world_and_players(db):
+    return WorldFactory(), UserFactory(), UserFactory()
+
+
+async def test_anonymous_player_is_refused(world_and_players):
+    world, owner, _ = world_and_players
+    reservation = await _reserve(owner, world)
+    communicator = await _connect(AnonymousUser(), reservation.session.pk)
+    connected, code = await communicator.connect()
+    assert not connected and code == 4401
+
+
+async def test_only_the_owner_may_connect(world_and_players):
+    world, owner, stranger = world_and_players
+    reservation = await _reserve(owner, world)
+    communicator = await _connect(stranger, reservation.session.pk)
+    connected, code = await communicator.connect()
+    assert not connected and code == 4404
+
+
+async def test_queued_player_sees_position_then_is_admitted_when_a_slot_frees(world_and_players):
+    world, first, second = world_and_players
+    running = await _reserve(first, world)
+    waiting = await _reserve(second, world)
+    communicator = await _connect(second, waiting.session.pk)
+    assert (await communicator.connect())[0]
+    status = await _receive_until(communicator, lambda m: m["type"] == "status")
+    assert status["state"] == "queued" and status["position"] == 1
+
+    await database_sync_to_async(services.session_end)(session=running.session, reason="left")
+    status = await _receive_until(communicator, lambda m: m.get("state") == "starting")
+    request = await _drain_start_channel()
+    assert request["session_id"] == str(waiting.session.pk)
+    assert request["spec"]["theme"] == world.theme
+    await communicator.disconnect()
+
+
+async def test_engine_handshake_relays_sdp_and_marks_live(world_and_players):
+    world, owner, _ = world_and_players
+    reservation = await _reserve(owner, world)
+    session_id = str(reservation.session.pk)
+    communicator = await _connect(owner, session_id)
+    await communicator.connect()
+    await _drain_start_channel()
+    layer = get_channel_layer()
+    worker_channel = await layer.new_channel()
+    await layer.group_send(
+        session_group(session_id),
+        {
+            "type": "engine.accepted",
+            "worker": "w1",
+            "worker_channel": worker_channel,
+        },
+    )
+    await _receive_until(communicator, lambda m: m["type"] == "ready")
+
+    sdp = "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=fingerprint:sha-256 AA\r\n"
+    await communicator.send_to(text_data=json.dumps({"type": "offer", "sdp": sdp}))
+    offer = await layer.receive(worker_channel)
+    assert offer["type"] == "engine.offer" and offer["sdp"] == sdp
+    await layer.send(offer["reply_channel"], {"type": "engine.answer", "sdp": "v=0 answer"})
+    answer = await _receive_until(communicator, lambda m: m["type"] == "answer")
+    assert answer["sdp"] == "v=0 answer"
+
+    await database_sync_to_async(services.session_mark_live)(session=reservation.session)
+    await layer.group_send(session_group(session_id), {"type": "engine.live"})
+    await _receive_until(communicator, lambda m: m.get("state") == "live")
+    await layer.group_send(
+        session_group(session_id),
+        {
+            "type": "engine.heartbeat",
+            "seconds_left": 99,
+            "frames": 10,
+        },
+    )
+    stats = await _receive_until(communicator, lambda m: m["type"] == "stats")
+    assert stats["seconds_left"] == 99
+
+    await communicator.send_to(text_data=json.dumps({"type": "end"}))
+    final = await _receive_until(communicator, lambda m: m.get("state") == "ended")
+    assert final["reason"] == "Player ended the session."
+    assert await _state(session_id) == ("ended", "Player ended the session.")
+    stop = await layer.receive(worker_channel)
+    assert stop == {
+        "type": "engine.stop",
+        "session_id": session_id,
+        "reason": "Player ended the session.",
+    }
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        ("not json", "bad_json"),
+        ("[1, 2]", "bad_shape"),
+        ('{"type": "teleport"}', "unknown_type"),
+        ('{"type": "offer", "sdp": "hello"}', "bad_sdp"),
+        ('{"type": "offer", "sdp": "v=0\\r\\nm=video 9\\r\\n' + "a" * 70000 + '"}', "too_large"),
+    ],
+)
+async def test_bad_messages_get_an_error_and_change_nothing(world_and_players, payload, code):
+    world, owner, _ = world_and_players
+    reservation = await _reserve(owner, world)
+    communicator = await _connect(owner, reservation.session.pk)
+    await communicator.connect()
+    await communicator.send_to(text_data=payload)
+    error = await _receive_until(communicator, lambda m: m["type"] == "error")
+    assert error["code"] == code and error["message"]
+    assert (await _state(reservation.session.pk))[0] == "starting"
+    await communicator.disconnect()
+
+
+async def test_a_flood_of_garbage_closes_the_socket(world_and_players):
+    world, owner, _ = world_and_players
+    reservation = await _reserve(owner, world)
+    communicator = await _connect(owner, reservation.session.pk)
+    await communicator.connect()
+    for _ in range(40):
+        await communicator.send_to(text_data="garbage")
+    output = None
+    for _ in range(60):
+        output = await communicator.receive_output(timeout=5)
+        if output["type"] == "websocket.close":
+            break
+    assert output == {"type": "websocket.close", "code": 4429}
+
+
+async def test_no_free_engine_fails_the_session_with_a_reason(world_and_players):
+    world, owner, _ = world_and_players
+    reservation = await _reserve(owner, world)
+    communicator = await _connect(owner, reservation.session.pk)
+    await communicator.connect()
+    final = await _receive_until(communicator, lambda m: m.get("state") == "failed")
+    assert "No world engine is free" in final["reason"]
+    assert (await _state(reservation.session.pk))[0] == "failed"
+
+
+async def test_a_silent_worker_fails_the_session(world_and_players):
+    world, owner, _ = world_and_players
+    reservation = await _reserve(owner, world)
+    session_id = str(reservation.session.pk)
+    communicator = await _connect(owner, session_id)
+    await communicator.connect()
+    await _drain_start_channel()
+    await get_channel_layer().group_send(
+        session_group(session_id),
+        {
+            "type": "engine.accepted",
+            "worker": "doomed",
+            "worker_channel": "engine-worker.gone!x",
+        },
+    )
+    final = await _receive_until(communicator, lambda m: m.get("state") == "failed")
+    assert "stopped responding" in final["reason"]
+    assert (await _state(session_id))[0] == "failed"
+
+
+async def test_leaving_before_the_world_starts_ends_the_session(world_and_players):
+    world, first, second = world_and_players
+    await _reserve(first, world)
+    waiting = await _reserve(second, world)
+    communicator = await _connect(second, waiting.session.pk)
+    await communicator.connect()
+    await _receive_until(communicator, lambda m: m.get("state") == "queued")
+    await communicator.disconnect()
+    assert await _state(waiting.session.pk) == ("ended", "Player left before the world started.")
