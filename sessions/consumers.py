@@ -163,12 +163,6 @@ class PlayConsumer(AsyncWebsocketConsumer):
     async def engine_accepted(self, event: dict[str, Any]) -> None:
         self.worker_channel = event["worker_channel"]
         self.last_heartbeat = time.monotonic()
-        session = await self._load()
-        if session is not None:
-            await database_sync_to_async(services.session_assign_worker)(
-                session=session, worker_name=event.get("worker", ""),
-                worker_channel=self.worker_channel,
-            )
         await self._send({"type": "ready"})
 
     async def engine_answer(self, event: dict[str, Any]) -> None:

@@ -212,12 +212,16 @@ def session_finish(*, session: PlaySession, reason: str, failed: bool = False) -
     return True
 
 
-def session_assign_worker(*, session: PlaySession, worker_name: str, worker_channel: str) -> None:
-    PlaySession.objects.filter(pk=session.pk).update(
+def session_claim_worker(*, session_id: str, worker_name: str, worker_channel: str) -> bool:
+    """A worker takes a starting session that no worker runs yet; False for anything else
+    (a stale request for a session that ended, or one another worker already took)."""
+    claimed = PlaySession.objects.filter(
+        pk=session_id, state=State.STARTING, worker_name=""
+    ).update(
         worker_name=worker_name[:100], worker_channel=worker_channel[:200],
         heartbeat_at=timezone.now(),
     )
-    session.refresh_from_db()
+    return claimed == 1
 
 
 def sessions_heartbeat(*, session_ids: list[str]) -> int:

@@ -114,7 +114,9 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "db.sqlite3",
+            "NAME": Path(os.environ.get("WORLDSITE_SQLITE_PATH", VAR_DIR / "db.sqlite3")),
+            # A file, not memory: tests start real daphne and engine-worker processes on it.
+            "TEST": {"NAME": VAR_DIR / "test_db.sqlite3"},
             # IMMEDIATE: a transaction takes the write lock when it begins, so quota decisions
             # made inside one are serialized (PostgreSQL uses an advisory lock instead).
             "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
@@ -224,6 +226,8 @@ WEBRTC_VIDEO_CODEC = os.environ.get("WORLDSITE_VIDEO_CODEC", "VP8")  # or H264
 WEBRTC_ICE_SERVERS = json.loads(os.environ.get("WORLDSITE_ICE_SERVERS", "[]"))
 # Offer 127.0.0.1 ICE candidates (aioice skips loopback): single-machine installs and tests.
 WEBRTC_LOOPBACK = env_bool("WORLDSITE_WEBRTC_LOOPBACK", True)
+# Offer nothing but 127.0.0.1 (tests: media never leaves the loopback interface).
+WEBRTC_LOOPBACK_ONLY = env_bool("WORLDSITE_WEBRTC_LOOPBACK_ONLY", False)
 
 # Reference images for worlds: what the upload validator accepts.
 REFERENCE_IMAGE_MAX_BYTES = env_int("WORLDSITE_REFERENCE_IMAGE_MAX_BYTES", 4 * 1024 * 1024)

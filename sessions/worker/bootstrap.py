@@ -22,6 +22,12 @@ class DatabaseSessionStore:
     """What the worker reports, written through the session services."""
 
     @database_sync_to_async
+    def claim(self, session_id: str, worker_name: str, worker_channel: str) -> bool:
+        return services.session_claim_worker(
+            session_id=session_id, worker_name=worker_name, worker_channel=worker_channel
+        )
+
+    @database_sync_to_async
     def mark_live(self, session_id: str) -> None:
         session = PlaySession.objects.filter(pk=session_id).first()
         if session is None:
@@ -51,8 +57,8 @@ def default_worker_name() -> str:
 
 
 def build_worker(*, name: str | None = None, capacity: int | None = None) -> EngineWorker:
-    if settings.WEBRTC_LOOPBACK:
-        enable_loopback_candidates()
+    if settings.WEBRTC_LOOPBACK or settings.WEBRTC_LOOPBACK_ONLY:
+        enable_loopback_candidates(only=settings.WEBRTC_LOOPBACK_ONLY)
     config = WorkerConfig(
         name=name or default_worker_name(),
         capacity=capacity or settings.ENGINE_WORKER_CAPACITY,

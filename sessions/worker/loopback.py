@@ -16,5 +16,9 @@ def _with_loopback(use_ipv4: bool, use_ipv6: bool) -> list[str]:
     return addresses
 
 
-def enable_loopback_candidates() -> None:
-    aioice.ice.get_host_addresses = _with_loopback
+def _loopback_only(use_ipv4: bool, use_ipv6: bool) -> list[str]:
+    return ["127.0.0.1"] if use_ipv4 else []
+
+
+def enable_loopback_candidates(*, only: bool = False) -> None:
+    aioice.ice.get_host_addresses = _loopback_only if only else _with_loopback

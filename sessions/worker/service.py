@@ -49,6 +49,8 @@ class WorkerConfig:
 class SessionStore(Protocol):
     """Where the worker records what happened (the database, through the session services)."""
 
+    async def claim(self, session_id: str, worker_name: str, worker_channel: str) -> bool: ...
+
     async def mark_live(self, session_id: str) -> None: ...
 
     async def finish(self, session_id: str, reason: str, failed: bool) -> None: ...
@@ -198,6 +200,9 @@ class EngineWorker:
     # -- sessions -----------------------------------------------------------------------------
     async def _start_session(self, message: dict[str, Any]) -> None:
         session_id = str(message["session_id"])
+        if not await self.store.claim(session_id, self.config.name, self.channel):
+            logger.info("skipped start request for %s (ended or taken)", session_id)
+            return
         spec = dict(message["spec"])
         info = self.engine_info()
         loop = asyncio.get_running_loop()

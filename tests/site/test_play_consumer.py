@@ -1,5 +1,6 @@
 """PlayConsumer over a real channel layer: auth, ownership, queueing, bad messages, failures."""
 
+import asyncio
 import json
 
 import pytest
@@ -55,7 +56,7 @@ async def _receive_until(communicator, predicate, limit: int = 20) -> dict:
 
 async def _drain_start_channel():
     layer = get_channel_layer()
-    return await layer.receive(START_CHANNEL)
+    return await asyncio.wait_for(layer.receive(START_CHANNEL), 10)
 
 
 @pytest.fixture
@@ -105,6 +106,9 @@ async def test_engine_handshake_relays_sdp_and_marks_live(world_and_players):
     await _drain_start_channel()
     layer = get_channel_layer()
     worker_channel = await layer.new_channel()
+    assert await database_sync_to_async(services.session_claim_worker)(
+        session_id=session_id, worker_name="w1", worker_channel=worker_channel
+    )
     await layer.group_send(
         session_group(session_id),
         {
@@ -117,7 +121,7 @@ async def test_engine_handshake_relays_sdp_and_marks_live(world_and_players):
 
     sdp = "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=fingerprint:sha-256 AA\r\n"
     await communicator.send_to(text_data=json.dumps({"type": "offer", "sdp": sdp}))
-    offer = await layer.receive(worker_channel)
+    offer = await asyncio.wait_for(layer.receive(worker_channel), 10)
     assert offer["type"] == "engine.offer" and offer["sdp"] == sdp
     await layer.send(offer["reply_channel"], {"type": "engine.answer", "sdp": "v=0 answer"})
     answer = await _receive_until(communicator, lambda m: m["type"] == "answer")
@@ -141,7 +145,7 @@ async def test_engine_handshake_relays_sdp_and_marks_live(world_and_players):
     final = await _receive_until(communicator, lambda m: m.get("state") == "ended")
     assert final["reason"] == "Player ended the session."
     assert await _state(session_id) == ("ended", "Player ended the session.")
-    stop = await layer.receive(worker_channel)
+    stop = await asyncio.wait_for(layer.receive(worker_channel), 10)
     assert stop == {
         "type": "engine.stop",
         "session_id": session_id,
