@@ -56,8 +56,16 @@ def _client_ice_on_loopback():
     aioice.ice.get_host_addresses = original
 
 
+@pytest.fixture(scope="session")
+def collected_static() -> None:
+    """Server processes serve hashed static files, as in production: collect them once."""
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=REPO, check=True
+    )
+
+
 @pytest.fixture
-def server_env(transactional_db, tmp_path, settings) -> dict[str, str]:
+def server_env(transactional_db, tmp_path, settings, collected_static) -> dict[str, str]:
     env = dict(os.environ)
     env.update(_database_env())
     env.update(
@@ -81,10 +89,19 @@ class Servers:
         self.logs = logs
         self.processes: list[subprocess.Popen] = []
 
-    def start(self, name: str, args: list[str], env: dict[str, str] | None = None):
+    def start(
+        self,
+        name: str,
+        args: list[str],
+        env: dict[str, str] | None = None,
+        namespace: "NetworkNamespace | None" = None,
+    ):
         log = (self.logs / f"{name}.log").open("w")
+        command = [sys.executable, *args]
+        if namespace is not None:
+            command = namespace.wrap(command)
         process = subprocess.Popen(
-            [sys.executable, *args],
+            command,
             cwd=REPO,
             env={**self.env, **(env or {})},
             stdout=log,
@@ -93,14 +110,20 @@ class Servers:
         self.processes.append(process)
         return process
 
-    def daphne(self, env: dict[str, str] | None = None) -> str:
+    def daphne(
+        self, env: dict[str, str] | None = None, namespace: "NetworkNamespace | None" = None
+    ) -> str:
         port = free_port()
         process = self.start(
             f"daphne-{port}",
             ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "worldsite.asgi:application"],
             env,
+            namespace,
         )
-        wait_for_port(port, process)
+        if namespace is None:
+            wait_for_port(port, process)
+        else:
+            namespace.wait_for_port(port)
         return f"127.0.0.1:{port}"
 
     def engine_worker(self, name: str, capacity: int = 1):
@@ -130,3 +153,54 @@ def servers(server_env, tmp_path):
     running = Servers(server_env, logs)
     yield running
     running.stop()
+
+
+class NetworkNamespace:
+    """A private network namespace with only `lo`: a server and Chromium inside it talk over
+    127.0.0.1, and no ICE candidate can point anywhere else."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        subprocess.run(["ip", "netns", "add", name], check=True)
+        subprocess.run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"], check=True)
+
+    def wrap(self, command: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.name, *command]
+
+    def wait_for_port(self, port: int, timeout: float = 60) -> None:
+        probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), 1)"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if (
+                subprocess.run(
+                    self.wrap([sys.executable, "-c", probe]), capture_output=True
+                ).returncode
+                == 0
+            ):
+                return
+            time.sleep(0.3)
+        raise TimeoutError(f"nothing listened on port {port} inside {self.name}")
+
+    def remove(self) -> None:
+        subprocess.run(["ip", "netns", "delete", self.name], check=False)
+
+
+@pytest.fixture
+def netns():
+    if os.geteuid() != 0 or not Path("/usr/sbin/ip").exists():
+        if os.environ.get("CI"):
+            pytest.fail("network-namespace tests need root and iproute2 in CI")
+        pytest.skip("network namespaces need root and iproute2")
+    namespace = NetworkNamespace(f"worldsite-{os.getpid()}")
+    yield namespace
+    namespace.remove()
+
+
+def database_env_for_namespace() -> dict[str, str]:
+    """Inside the namespace 127.0.0.1 is the namespace's own: reach PostgreSQL by its socket."""
+    env = _database_env()
+    if connection.vendor == "postgresql":
+        db = connection.settings_dict
+        user = db.get("USER") or "postgres"
+        env["DATABASE_URL"] = f"postgres://{user}@%2Fvar%2Frun%2Fpostgresql/{db['NAME']}"
+    return env
