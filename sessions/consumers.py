@@ -156,6 +156,8 @@ class PlayConsumer(AsyncWebsocketConsumer):
                 "type": "engine.start", "session_id": self.session_id,
                 "allowed_seconds": session.allowed_seconds, "spec": _world_spec(session),
             })
+        elif _embedded_engine_loading():
+            self.engine_requested_at = now  # loading the model is not a missing engine
         elif now - self.engine_requested_at > settings.ENGINE_START_TIMEOUT:
             await self._finish(NO_ENGINE_REASON, failed=True)
 
@@ -217,6 +219,14 @@ class PlayConsumer(AsyncWebsocketConsumer):
                 await self.send(text_data=json.dumps(message))
             except Exception:  # the socket is already gone
                 logger.debug("could not send to a closed socket", exc_info=True)
+
+
+def _embedded_engine_loading() -> bool:
+    if not settings.ENGINE_EMBEDDED:
+        return False
+    from sessions.worker.embedded import embedded_worker_loading
+
+    return embedded_worker_loading()
 
 
 def _world_spec(session: PlaySession) -> dict[str, Any]:

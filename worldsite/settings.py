@@ -219,6 +219,8 @@ ENGINE_START_TIMEOUT = env_int("WORLDSITE_ENGINE_START_TIMEOUT", 30)  # s to fin
 ENGINE_HEARTBEAT_TIMEOUT = env_int("WORLDSITE_ENGINE_HEARTBEAT_TIMEOUT", 5)  # s of silence
 ENGINE_IDLE_TIMEOUT = env_int("WORLDSITE_ENGINE_IDLE_TIMEOUT", 180)  # s without any input
 ENGINE_RECONNECT_GRACE = env_int("WORLDSITE_ENGINE_RECONNECT_GRACE", 15)  # s to come back
+# Bench mode: frames carry the last applied input's sequence number (sessions.bench reads it).
+ENGINE_BENCH_STAMP = env_bool("WORLDSITE_BENCH_STAMP", False)
 RECORDINGS_ROOT = Path(os.environ.get("WORLDSITE_RECORDINGS_ROOT", VAR_DIR / "recordings"))
 WEBRTC_VIDEO_CODEC = os.environ.get("WORLDSITE_VIDEO_CODEC", "VP8")  # or H264
 # JSON list of RTCIceServer dicts, e.g. [{"urls": "turn:turn.example.com", "username": ...}].

@@ -68,6 +68,7 @@ def build_worker(*, name: str | None = None, capacity: int | None = None) -> Eng
         reconnect_grace_s=settings.ENGINE_RECONNECT_GRACE,
         stale_after_s=max(10.0, 2.0 * settings.ENGINE_HEARTBEAT_TIMEOUT),
         video_codec=settings.WEBRTC_VIDEO_CODEC,
+        stamp_inputs=settings.ENGINE_BENCH_STAMP,
     )
     return EngineWorker(
         get_channel_layer(), config, DatabaseSessionStore(),

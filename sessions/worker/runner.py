@@ -52,6 +52,7 @@ class SessionRunner:
         fps: int,
         samples_per_frame: int,
         recorder: Any | None = None,
+        stamp_inputs: bool = False,
         on_stop: Callable[[str], None] | None = None,  # called on the thread; check .failed
     ) -> None:
         self.engine = engine
@@ -59,6 +60,7 @@ class SessionRunner:
         self.fps = fps
         self.samples_per_frame = samples_per_frame
         self.recorder = recorder
+        self.stamp_inputs = stamp_inputs  # bench mode: paint the last applied input seq
         self.on_stop = on_stop
         self.stats = RunnerStats()
         self.last_applied_seq = 0
@@ -139,6 +141,8 @@ class SessionRunner:
                 arrivals = self._apply_inputs() if not self._pending_frames else []
                 started = time.monotonic()
                 frame, audio = self._next_frame()
+                if self.stamp_inputs:
+                    frame = stamp_sequence(frame, self.last_applied_seq)
                 produced = time.monotonic()
                 self.sink.put(frame, audio, self.stats.frames)
                 if self.recorder is not None:
@@ -174,3 +178,21 @@ def _loggable(event: dict[str, Any]) -> dict[str, Any]:
     if isinstance(event.get("image"), np.ndarray):
         return {**event, "image": {"shape": list(event["image"].shape)}}
     return event
+
+
+STAMP_BITS = 16
+
+
+def stamp_sequence(frame: np.ndarray, seq: int) -> np.ndarray:
+    """Paint `seq` into the top rows as 16 black/white blocks (bit 0 leftmost).
+
+    Blocks of width/16 pixels survive VP8 at any sane bitrate, so the page can read back which
+    input a decoded frame already reflects: that is how the bench times input-to-frame latency.
+    """
+    stamped = frame.copy()
+    width = frame.shape[1] // STAMP_BITS
+    height = max(4, frame.shape[0] // 16)
+    for bit in range(STAMP_BITS):
+        value = 255 if (seq >> bit) & 1 else 0
+        stamped[:height, bit * width : (bit + 1) * width] = value
+    return stamped

@@ -42,6 +42,7 @@ class WorkerConfig:
     ice_servers: list[dict[str, Any]]
     idle_timeout_s: int
     reconnect_grace_s: float = 15.0
+    stamp_inputs: bool = False
     stale_after_s: float = 10.0
     video_codec: str = "VP8"
 
@@ -221,7 +222,8 @@ class EngineWorker:
 
         runner = SessionRunner(
             engine_session, frames, fps=info["fps"],
-            samples_per_frame=info["samples_per_frame"], recorder=recorder, on_stop=on_stop,
+            samples_per_frame=info["samples_per_frame"], recorder=recorder,
+            stamp_inputs=self.config.stamp_inputs, on_stop=on_stop,
         )
         self.sessions[session_id] = LiveSession(
             session_id=session_id, runner=runner, peer=None, frames=frames,

@@ -6,23 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from sessions.netns import CHROMIUM_FLAGS
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--autoplay-policy=no-user-gesture-required",
-    "--use-fake-ui-for-media-stream",
-    "--use-fake-device-for-media-stream",
-    "--allow-loopback-in-peer-connection",
-    "--disable-features=WebRtcHideLocalIpsWithMdns",
-]
 
 # Playwright's sync API runs an event loop in the test thread; the ORM calls made by the test
 # itself (reading the outbox, checking rows) are still plain synchronous code.

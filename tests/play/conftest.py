@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from sessions.netns import NetworkNamespace
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -155,39 +157,9 @@ def servers(server_env, tmp_path):
     running.stop()
 
 
-class NetworkNamespace:
-    """A private network namespace with only `lo`: a server and Chromium inside it talk over
-    127.0.0.1, and no ICE candidate can point anywhere else."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        subprocess.run(["ip", "netns", "add", name], check=True)
-        subprocess.run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"], check=True)
-
-    def wrap(self, command: list[str]) -> list[str]:
-        return ["ip", "netns", "exec", self.name, *command]
-
-    def wait_for_port(self, port: int, timeout: float = 60) -> None:
-        probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), 1)"
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if (
-                subprocess.run(
-                    self.wrap([sys.executable, "-c", probe]), capture_output=True
-                ).returncode
-                == 0
-            ):
-                return
-            time.sleep(0.3)
-        raise TimeoutError(f"nothing listened on port {port} inside {self.name}")
-
-    def remove(self) -> None:
-        subprocess.run(["ip", "netns", "delete", self.name], check=False)
-
-
 @pytest.fixture
 def netns():
-    if os.geteuid() != 0 or not Path("/usr/sbin/ip").exists():
+    if not NetworkNamespace.available():
         if os.environ.get("CI"):
             pytest.fail("network-namespace tests need root and iproute2 in CI")
         pytest.skip("network namespaces need root and iproute2")

@@ -2,7 +2,6 @@
 log in, press Play, decode video and audio, walk, darken the world, end the session."""
 
 import os
-import stat
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -49,13 +48,11 @@ def chromium_in(netns, tmp_path):
         pytest.fail("Debian chromium is missing") if os.environ.get("CI") else pytest.skip(
             "Debian chromium is not installed (make test installs it)"
         )
-    wrapper = tmp_path / "chromium-in-netns"
-    wrapper.write_text(f'#!/bin/sh\nexec ip netns exec {netns.name} {CHROMIUM} "$@"\n')
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    wrapper = netns.chromium_wrapper(tmp_path, CHROMIUM)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(wrapper), args=CHROMIUM_FLAGS)
+        browser = playwright.chromium.launch(executable_path=wrapper, args=CHROMIUM_FLAGS)
         yield browser
         browser.close()
 

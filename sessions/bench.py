@@ -1,0 +1,209 @@
+"""Play-session benchmark: N headless Chromium players against a local server; prints JSON.
+
+    python -m sessions.bench [--sessions 1] [--seconds 20] [--json]
+
+Everything runs on a throwaway SQLite database inside a private network namespace (root and
+iproute2 needed, as for the WebRTC tests). The engine stamps each frame with the sequence number
+of the last input it applied (WORLDSITE_BENCH_STAMP); the page reads the stamp back from every
+decoded frame, so input-to-frame latency is measured from the key press in the page to the
+first decoded frame that reflects it. Reported: decoded fps per session, latency p50/p95, and
+CPU use of the machine and of the server process.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+PASSWORD = "bench-Pass-phrase-1"
+
+# Reads the 16-block stamp from each decoded frame and matches it against key presses.
+BENCH_PAGE_PROBE = """() => {
+  const bench = { presses: [], latencies: [], frames: 0, lastSeq: 0 };
+  window.bench = bench;
+  const video = document.getElementById("stream");
+  const canvas = document.createElement("canvas");
+  const g = canvas.getContext("2d", { willReadFrequently: true });
+  const note = (e) => {
+    if (e.code !== "KeyW" || e.repeat) return;
+    bench.presses.push({ t: performance.now(), seq: window.worldsite.seq + 1 });
+  };
+  document.addEventListener("keydown", note, true);
+  document.addEventListener("keyup", note, true);
+  const onFrame = (now) => {
+    const w = video.videoWidth, h = video.videoHeight;
+    if (w && h) {
+      canvas.width = w; canvas.height = h;
+      g.drawImage(video, 0, 0, w, h);
+      const block = w / 16, row = Math.max(1, Math.floor(h / 32));
+      const data = g.getImageData(0, row, w, 1).data;
+      let seq = 0;
+      for (let bit = 0; bit < 16; bit++) {
+        const x = Math.floor(bit * block + block / 2) * 4;
+        if ((data[x] + data[x + 1] + data[x + 2]) / 3 > 128) seq |= 1 << bit;
+      }
+      bench.frames += 1;
+      bench.lastSeq = seq;
+      while (bench.presses.length && bench.presses[0].seq <= seq) {
+        bench.latencies.push(now - bench.presses.shift().t);
+      }
+    }
+    video.requestVideoFrameCallback(onFrame);
+  };
+  video.requestVideoFrameCallback(onFrame);
+}"""
+
+
+def _cpu_totals() -> tuple[int, int]:
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields), idle
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(stat[11]) + int(stat[12])  # utime + stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _prepare_database(var_dir: Path, sessions: int) -> None:
+    os.environ.update(_server_env(var_dir, sessions))
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from gallery.models import World
+
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", "--noinput", verbosity=0)
+    World.objects.update_or_create(
+        slug="bench", defaults={"title": "Bench", "theme": "misty_coast", "seed": 5,
+                                "is_published": True},
+    )
+    for index in range(sessions):
+        get_user_model().objects.create_user(f"bench{index}", password=PASSWORD)
+
+
+def _server_env(var_dir: Path, sessions: int) -> dict[str, str]:
+    return {
+        "DJANGO_SETTINGS_MODULE": "worldsite.settings",
+        "WORLDSITE_VAR_DIR": str(var_dir),
+        "DATABASE_URL": "",
+        "REDIS_URL": "",
+        "WORLDSITE_ENGINE_EMBEDDED": "1",
+        "WORLDSITE_BENCH_STAMP": "1",
+        "WORLDSITE_WEBRTC_LOOPBACK_ONLY": "1",
+        "WORLDSITE_ENGINE_CAPACITY": str(sessions),
+        "WORLDSITE_ENGINE_WORKER_CAPACITY": str(sessions),
+        "WORLDSITE_QUOTA_CONCURRENT_SESSIONS": "1",
+    }
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 1) if values else None
+
+
+def run(sessions: int, seconds: float) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    from sessions.netns import CHROMIUM_FLAGS, NetworkNamespace
+
+    if not NetworkNamespace.available():
+        raise SystemExit("sessions.bench needs root and iproute2 (it uses a network namespace)")
+    workdir = Path(tempfile.mkdtemp(prefix="worldsite-bench-"))
+    _prepare_database(workdir, sessions)
+    namespace = NetworkNamespace(f"worldsite-bench-{os.getpid()}")
+    port = 8765
+    log = (workdir / "daphne.log").open("w")
+    server = subprocess.Popen(
+        namespace.wrap([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                        "worldsite.asgi:application"]),
+        cwd=REPO, env={**os.environ, **_server_env(workdir, sessions)},
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        namespace.wait_for_port(port)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=namespace.chromium_wrapper(workdir), args=CHROMIUM_FLAGS
+            )
+            pages = [_start_player(browser, base, index) for index in range(sessions)]
+            for page in pages:
+                page.wait_for_function("window.worldsite && window.worldsite.live", timeout=180_000)
+                page.evaluate(BENCH_PAGE_PROBE)
+                page.locator("#stream").focus()
+            time.sleep(2.0)  # let the jitter buffers settle
+            before = [page.evaluate("window.bench.frames") for page in pages]
+            cpu_before, server_before = _cpu_totals(), _process_cpu_seconds(server.pid)
+            started = time.monotonic()
+            held = False
+            while time.monotonic() - started < seconds:
+                for page in pages:
+                    (page.keyboard.up if held else page.keyboard.down)("w")
+                held = not held
+                time.sleep(0.5)
+            elapsed = time.monotonic() - started
+            cpu_after, server_after = _cpu_totals(), _process_cpu_seconds(server.pid)
+            results = [page.evaluate("window.bench") for page in pages]
+            browser.close()
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        namespace.remove()
+
+    latencies = [ms for result in results for ms in result["latencies"]]
+    fps = [round((r["frames"] - b) / elapsed, 1) for r, b in zip(results, before, strict=True)]
+    total, idle = cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1]
+    return {
+        "sessions": sessions,
+        "seconds": round(elapsed, 1),
+        "decoded_fps": fps,
+        "decoded_fps_min": min(fps),
+        "input_to_frame_ms_p50": _percentile(latencies, 50),
+        "input_to_frame_ms_p95": _percentile(latencies, 95),
+        "input_samples": len(latencies),
+        "cpu_machine_percent": round(100.0 * (total - idle) / total, 1) if total else None,
+        "cpu_server_cores": round((server_after - server_before) / elapsed, 2),
+        "cores": os.cpu_count(),
+    }
+
+
+def _start_player(browser, base: str, index: int):
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    page.goto(base + "/accounts/login/")
+    page.fill("input[name=username]", f"bench{index}")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/worlds/")
+    page.goto(base + "/worlds/bench/")
+    page.click("text=Play this world")
+    page.wait_for_url("**/play/**")
+    return page
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sessions", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--json", action="store_true", help="print only the JSON object")
+    args = parser.parse_args()
+    result = run(args.sessions, args.seconds)
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
