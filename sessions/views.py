@@ -75,16 +75,16 @@ def play_image(request: HttpRequest, session_id) -> JsonResponse:
 
 
 DEFAULT_PROMPTS = ["make it rain", "make it night", "cast fire magic", "summon a dragon",
-                   "give the creature a leaf", "show me a rainbow"]
+                   "give the creature a leaf", "make a rainbow"]
 SUGGESTED_PROMPTS = {
     "ember_forest": ["cast fire magic", "give the creature a leaf", "make it dusk",
-                     "plant a tree", "make it rain"],
-    "frost_valley": ["make it snow", "light a lantern", "make it night", "fog rolls in",
+                     "spawn a tree", "make it rain"],
+    "frost_valley": ["make it snow", "summon a lantern", "make it night", "bring in the fog",
                      "give the creature a leaf"],
-    "desert_canyon": ["summon a dragon", "show me a rainbow", "make it dusk",
-                      "cast fire magic", "raise a statue"],
-    "neon_night": ["light a lantern", "make it rain", "grow a crystal", "summon a dragon",
+    "desert_canyon": ["summon a dragon", "make a rainbow", "make it dusk",
+                      "cast fire magic", "summon a statue"],
+    "neon_night": ["summon a lantern", "make it rain", "summon a crystal", "summon a dragon",
                    "give the creature a leaf"],
-    "misty_coast": ["make it rain", "show me a rainbow", "fog rolls in", "make it night",
+    "misty_coast": ["make it rain", "make a rainbow", "bring in the fog", "make it night",
                     "give the creature a leaf"],
 }

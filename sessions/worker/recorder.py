@@ -42,7 +42,10 @@ class SessionRecorder:
         self._container = av.open(
             str(folder / "av.mp4"),
             mode="w",
-            options={"movflags": "frag_keyframe+empty_moov+default_base_moof"},
+            options={
+                "movflags": "frag_keyframe+empty_moov+default_base_moof",
+                "flush_packets": "1",
+            },
         )
         self._video = self._container.add_stream("libx264", rate=fps)
         self._video.width, self._video.height = width, height
