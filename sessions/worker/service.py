@@ -259,8 +259,18 @@ class EngineWorker:
             video_codec=message.get("codec") or self.config.video_codec,
             on_connection_state=connection_state,
         )
-        answer = await live.peer.answer(message["sdp"])
-        if not live.runner.running and live.runner.stats.frames == 0:
+        try:
+            answer = await live.peer.answer(message["sdp"])
+        except Exception as exc:  # SDP that parsed as text but not as a session description
+            logger.info("rejected an offer for %s: %s", session_id, exc)
+            await live.peer.close()
+            live.peer = None
+            await self.layer.send(reply_to, {
+                "type": "engine.error",
+                "message": "The browser's connection offer could not be used; reload the page.",
+            })
+            return
+        if not live.runner.started:
             live.runner.start()
         await self.layer.send(reply_to, {"type": "engine.answer", "sdp": answer})
 

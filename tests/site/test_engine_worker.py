@@ -1,0 +1,102 @@
+"""EngineWorker against an in-memory channel layer: claiming, bad offers, stopping, failure."""
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from channels.layers import InMemoryChannelLayer
+
+from sessions.worker.service import START_CHANNEL, EngineWorker, WorkerConfig, session_group
+from tests.site.test_play_media import CountingEngine
+
+
+class MemoryStore:
+    def __init__(self, claimable: set[str]) -> None:
+        self.claimable = claimable
+        self.finished: list[tuple[str, str, bool]] = []
+
+    async def claim(self, session_id, worker_name, worker_channel) -> bool:
+        if session_id in self.claimable:
+            self.claimable.discard(session_id)
+            return True
+        return False
+
+    async def mark_live(self, session_id) -> None:
+        pass
+
+    async def finish(self, session_id, reason, failed) -> None:
+        self.finished.append((session_id, reason, failed))
+
+    async def heartbeat(self, session_ids) -> None:
+        pass
+
+    async def fail_stale(self, older_than_seconds) -> None:
+        pass
+
+
+@pytest.fixture
+def worker_setup(tmp_path: Path):
+    layer = InMemoryChannelLayer()
+    store = MemoryStore({"s1"})
+    config = WorkerConfig(
+        name="w", capacity=1, recordings_root=tmp_path, ice_servers=[], idle_timeout_s=60
+    )
+    info = {"fps": 20, "samples_per_frame": 800, "resolution": (16, 16)}
+    worker = EngineWorker(layer, config, store, lambda spec: CountingEngine(), lambda: info)
+    return layer, store, worker
+
+
+async def _next(layer, channel, kind: str, limit: int = 20) -> dict:
+    for _ in range(limit):
+        message = await asyncio.wait_for(layer.receive(channel), 5)
+        if message["type"] == kind:
+            return message
+    raise AssertionError(f"no {kind}")
+
+
+async def test_worker_claims_answers_errors_and_stops(worker_setup):
+    layer, store, worker = worker_setup
+    page = await layer.new_channel()
+    await layer.group_add(session_group("s1"), page)
+    await layer.group_add(session_group("ghost"), page)
+    task = asyncio.ensure_future(worker.run())
+    try:
+        # A start request for a session nobody can claim (ended, or taken) is skipped.
+        await layer.send(START_CHANNEL, {"type": "engine.start", "session_id": "ghost", "spec": {}})
+        await layer.send(
+            START_CHANNEL,
+            {
+                "type": "engine.start",
+                "session_id": "s1",
+                "allowed_seconds": 60,
+                "spec": {"seed": 1, "theme": "misty_coast"},
+            },
+        )
+        accepted = await _next(layer, page, "engine.accepted")
+        assert accepted["worker"] == "w" and list(worker.sessions) == ["s1"]
+
+        reply = await layer.new_channel()
+        await layer.send(
+            accepted["worker_channel"],
+            {
+                "type": "engine.offer",
+                "session_id": "s1",
+                "reply_channel": reply,
+                "sdp": "v=0\r\nthis is not a session description\r\n",
+            },
+        )
+        error = await asyncio.wait_for(layer.receive(reply), 5)
+        assert error["type"] == "engine.error" and "offer" in error["message"]
+        assert "s1" in worker.sessions  # a bad offer does not end the session
+
+        await layer.send(
+            accepted["worker_channel"],
+            {"type": "engine.stop", "session_id": "s1", "reason": "Player left."},
+        )
+        stopped = await _next(layer, page, "engine.stopped")
+        assert stopped == {"type": "engine.stopped", "reason": "Player left.", "failed": False}
+        assert store.finished == [("s1", "Player left.", False)]
+        assert worker.sessions == {}
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
