@@ -112,7 +112,7 @@ def _percentile(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 1) if values else None
 
 
-def run(sessions: int, seconds: float) -> dict:
+def run(sessions: int, seconds: float, screenshot: str | None = None) -> dict:
     from playwright.sync_api import sync_playwright
 
     from sessions.netns import CHROMIUM_FLAGS, NetworkNamespace
@@ -155,6 +155,8 @@ def run(sessions: int, seconds: float) -> dict:
             elapsed = time.monotonic() - started
             cpu_after, server_after = _cpu_totals(), _process_cpu_seconds(server.pid)
             results = [page.evaluate("window.bench") for page in pages]
+            if screenshot:
+                pages[0].screenshot(path=screenshot)
             browser.close()
     finally:
         server.terminate()
@@ -200,8 +202,9 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--json", action="store_true", help="print only the JSON object")
+    parser.add_argument("--screenshot", help="save the first player's page as this PNG")
     args = parser.parse_args()
-    result = run(args.sessions, args.seconds)
+    result = run(args.sessions, args.seconds, args.screenshot)
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
 
 

@@ -330,7 +330,7 @@
       state.micTrack.stop();
       state.micTrack = null;
       if (state.micSender) await state.micSender.replaceTrack(null);
-      button.textContent = "🎤 Microphone off";
+      button.textContent = "Microphone: off";
       button.setAttribute("aria-pressed", "false");
       return;
     }
@@ -338,7 +338,7 @@
       const stream = await navigator.mediaDevices.getUserMedia({ audio: true });
       state.micTrack = stream.getAudioTracks()[0];
       if (state.micSender) await state.micSender.replaceTrack(state.micTrack);
-      button.textContent = "🎤 Microphone on";
+      button.textContent = "Microphone: on";
       button.setAttribute("aria-pressed", "true");
     } catch (err) {
       $("prompt-feedback").textContent = "The microphone is not available (permission denied?).";
