@@ -109,6 +109,9 @@ class GeneratedVideoTrack(MediaStreamTrack):
     async def recv(self) -> VideoFrame:
         if self.readyState != "live":
             raise MediaStreamError
+        behind = int(self._clock.elapsed() * self._fps) - self._count
+        if behind > 1:  # the sender stalled: jump to now rather than burst stale frames
+            self._count += behind
         media_time = self._count / self._fps
         await self._clock.sleep_until(media_time)
         pixels, _ = self._frames.latest_video()
@@ -131,6 +134,9 @@ class GeneratedAudioTrack(MediaStreamTrack):
     async def recv(self) -> AudioFrame:
         if self.readyState != "live":
             raise MediaStreamError
+        behind = int(self._clock.elapsed() / AUDIO_PTIME) - self._count
+        if behind > 10:  # over 200 ms late: skip ahead (a short gap) instead of piling up delay
+            self._count += behind
         media_time = self._count * AUDIO_PTIME
         await self._clock.sleep_until(media_time)
         samples = self._frames.take_audio(AUDIO_SAMPLES)

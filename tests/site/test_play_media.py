@@ -129,3 +129,30 @@ def test_recording_of_a_killed_worker_is_still_readable(tmp_path):
     with av.open(str(tmp_path / "av.mp4")) as container:
         decoded = sum(1 for _ in container.decode(video=0))
     assert decoded >= 40
+
+
+async def test_tracks_share_one_clock_and_do_not_burst_after_a_stall():
+    import asyncio
+
+    from sessions.worker.media import (
+        AUDIO_SAMPLES,
+        GeneratedAudioTrack,
+        GeneratedVideoTrack,
+        MediaClock,
+    )
+
+    frames = LatestFrames(16, 16)
+    clock = MediaClock()
+    video, audio = GeneratedVideoTrack(frames, clock, fps=20), GeneratedAudioTrack(frames, clock)
+    first = await video.recv()
+    await asyncio.sleep(0.5)  # the sender stalls for 10 frame times
+    started = time.monotonic()
+    stamps = [(await video.recv()).pts for _ in range(4)]
+    assert time.monotonic() - started > 0.1  # paced, not four frames at once
+    assert stamps[0] - first.pts >= 9 * 4500  # resumed at "now" on the 90 kHz clock
+    sound = await audio.recv()
+    assert sound.samples == AUDIO_SAMPLES and sound.sample_rate == 48_000
+    # Audio pts, on its 48 kHz clock, lands near the same media time as the video.
+    assert abs(sound.pts / 48_000 - stamps[-1] / 90_000) < 0.15
+    video.stop()
+    audio.stop()
