@@ -43,9 +43,10 @@ lint: install-dev
 
 ## Debian's chromium for the browser tests (never a browser download by a tool)
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "Installing Debian chromium for the browser tests..."; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core; }
+	@{ command -v chromium && command -v ip; } >/dev/null 2>&1 || { \
+	  echo "Installing Debian chromium and iproute2 for the browser and WebRTC tests..."; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    chromium fonts-dejavu-core iproute2; }
 
 clean:
 	rm -rf $(VENV) var test-artifacts .pytest_cache .ruff_cache
