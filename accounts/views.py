@@ -76,5 +76,6 @@ def profile(request: HttpRequest) -> HttpResponse:
     context = {
         "usage": session_selectors.quota_usage(user=request.user),
         "sessions": session_selectors.session_list_for_owner(owner=request.user)[:50],
+        "exports": session_selectors.export_list_for_owner(owner=request.user)[:30],
     }
     return render(request, "accounts/profile.html", context)

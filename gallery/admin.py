@@ -1,6 +1,9 @@
 from django.contrib import admin
 
 from gallery.models import Tag, World
+from gallery.services import world_media_schedule
+
+MEDIA_STATE = ["media_status", "media_error", "media_version", "media_rendered_version"]
 
 
 @admin.register(Tag)
@@ -20,14 +23,15 @@ class WorldAdmin(admin.ModelAdmin):
         "is_featured",
         "sort_order",
         "updated_at",
+        "media_status",
     ]
     list_editable = ["is_published", "is_featured", "sort_order"]
     list_filter = ["is_published", "is_featured", "theme", "tags"]
     search_fields = ["title", "slug", "description"]
     prepopulated_fields = {"slug": ["title"]}
     filter_horizontal = ["tags"]
-    readonly_fields = ["created_at", "updated_at"]
-    actions = ["publish", "unpublish"]
+    readonly_fields = ["created_at", "updated_at", *MEDIA_STATE]
+    actions = ["publish", "unpublish", "regenerate_media"]
     fieldsets = [
         (None, {"fields": ["title", "slug", "description", "tags"]}),
         (
@@ -35,7 +39,7 @@ class WorldAdmin(admin.ModelAdmin):
             {"fields": ["theme", "seed", "initial_prompt", "reference_image"]},
         ),
         ("Gallery", {"fields": ["is_published", "is_featured", "sort_order"]}),
-        ("Generated media", {"fields": ["thumbnail", "preview"], "classes": ["collapse"]}),
+        ("Generated media", {"fields": ["thumbnail", "preview", *MEDIA_STATE]}),
         ("History", {"fields": ["created_at", "updated_at"]}),
     ]
 
@@ -48,3 +52,9 @@ class WorldAdmin(admin.ModelAdmin):
     def unpublish(self, request, queryset):
         updated = queryset.update(is_published=False, is_featured=False)
         self.message_user(request, f"Unpublished {updated} world(s).")
+
+    @admin.action(description="Regenerate thumbnail and preview")
+    def regenerate_media(self, request, queryset):
+        for world in queryset:
+            world_media_schedule(world=world)
+        self.message_user(request, f"Queued new gallery media for {queryset.count()} world(s).")

@@ -21,6 +21,17 @@ class Tag(models.Model):
         return self.name
 
 
+class MediaStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RENDERING = "rendering", "Rendering"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+
+
+# Changing any of these changes how the world looks, so its gallery media are drawn again.
+LOOK_FIELDS = ("theme", "seed", "initial_prompt", "reference_image")
+
+
 class World(models.Model):
     """A playable world: what the gallery shows and what the engine starts a session from."""
 
@@ -47,9 +58,16 @@ class World(models.Model):
     is_featured = models.BooleanField(default=False)
     sort_order = models.IntegerField(default=0, help_text="Lower comes first in the gallery.")
 
-    # Filled by the thumbnail job (a later piece); the gallery shows a painted card until then.
+    # Drawn by the gallery media job (gallery.tasks); a painted card stands in until then.
     thumbnail = models.ImageField(upload_to="worlds/thumbnails/", blank=True)
     preview = models.FileField(upload_to="worlds/previews/", blank=True)
+    media_version = models.PositiveIntegerField(
+        default=0, help_text="Bumped whenever a look-defining field changes."
+    )
+    media_rendered_version = models.PositiveIntegerField(default=0)
+    media_status = models.CharField(max_length=10, choices=MediaStatus.choices,
+                                    default=MediaStatus.PENDING)
+    media_error = models.CharField(max_length=300, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -69,3 +87,16 @@ class World(models.Model):
             raise ValidationError({"is_featured": "Only a published world can be featured."})
         if self.initial_prompt and not self.initial_prompt.strip():
             raise ValidationError({"initial_prompt": "The prompt is only whitespace."})
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        world = super().from_db(db, field_names, values)
+        world._loaded_look = world.look_signature()
+        return world
+
+    def look_signature(self) -> tuple:
+        return tuple(str(getattr(self, field)) for field in LOOK_FIELDS)
+
+    def look_changed(self) -> bool:
+        """True for a new world, or when a look field differs from what was loaded."""
+        return getattr(self, "_loaded_look", None) != self.look_signature()

@@ -1,8 +1,27 @@
 import uuid
 
 from django.conf import settings
+from django.core.files.storage import FileSystemStorage
 from django.core.validators import MinValueValidator
 from django.db import models
+
+
+class ExportStorage(FileSystemStorage):
+    """Finished exports live outside MEDIA_ROOT: they are served only through a permission
+    check (sessions.views.export_download), never as public media. The folder is read from
+    settings on every use, so tests and deployments can move it."""
+
+    @property
+    def base_location(self):
+        return settings.EXPORTS_ROOT
+
+    @property
+    def location(self):
+        return str(settings.EXPORTS_ROOT)
+
+
+def export_storage() -> FileSystemStorage:
+    return ExportStorage()
 
 
 class PlaySession(models.Model):
@@ -73,3 +92,47 @@ class UserQuota(models.Model):
 
     def __str__(self) -> str:
         return f"Quota for {self.user}"
+
+
+class SessionExport(models.Model):
+    """A video file made from a past session by a Celery job; private to its owner."""
+
+    class Kind(models.TextChoices):
+        RECORDING = "recording", "What was streamed"
+        RERENDER = "rerender", "Re-rendered from the inputs"
+
+    class Quality(models.TextChoices):
+        STANDARD = "standard", "Standard"
+        HIGH = "high", "High"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Ready"
+        FAILED = "failed", "Failed"
+        EXPIRED = "expired", "Expired"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(PlaySession, on_delete=models.CASCADE, related_name="exports")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="exports"
+    )
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.RECORDING)
+    quality = models.CharField(max_length=10, choices=Quality.choices, default=Quality.STANDARD)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    progress = models.PositiveSmallIntegerField(default=0)
+    file = models.FileField(storage=export_storage, upload_to="", blank=True)
+    error = models.CharField(max_length=300, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["owner", "created_at"]), models.Index(fields=["status"])]
+
+    def __str__(self) -> str:
+        return f"Export of {self.session} ({self.status})"

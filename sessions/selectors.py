@@ -8,7 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from sessions.models import PlaySession, UserQuota
+from sessions.models import PlaySession, SessionExport, UserQuota
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class QuotaUsage:
     play_seconds_today: int
     active_sessions: int
     sessions_today: int
+    exports_today: int
 
     @property
     def play_seconds_left(self) -> int:
@@ -82,7 +83,21 @@ def quota_usage(*, user: AbstractBaseUser) -> QuotaUsage:
         play_seconds_today=play_seconds_today(user=user, now=now),
         active_sessions=owned.filter(state__in=PlaySession.ACTIVE_STATES).count(),
         sessions_today=owned.filter(created_at__gte=day_start(now)).count(),
+        exports_today=exports_today(user=user, now=now),
     )
+
+
+def exports_today(*, user: AbstractBaseUser, now: datetime | None = None) -> int:
+    """Exports that count against today's quota (failed ones are given back)."""
+    return (
+        SessionExport.objects.filter(owner=user, created_at__gte=day_start(now))
+        .exclude(status=SessionExport.Status.FAILED)
+        .count()
+    )
+
+
+def export_list_for_owner(*, owner: AbstractBaseUser) -> QuerySet[SessionExport]:
+    return SessionExport.objects.filter(owner=owner).select_related("session__world")
 
 
 def session_list_for_owner(*, owner: AbstractBaseUser) -> QuerySet[PlaySession]:

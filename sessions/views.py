@@ -6,14 +6,16 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 from PIL import Image
 
 from gallery import selectors as gallery_selectors
 from gallery.validators import validate_reference_image
-from sessions import selectors, services
+from sessions import export_services, selectors, services
+from sessions.models import SessionExport
 from sessions.services import Decision
 
 REFERENCE_SIDE = 128  # the engine reads a palette from the picture: more pixels add nothing
@@ -68,23 +70,120 @@ def play_image(request: HttpRequest, session_id) -> JsonResponse:
         picture.thumbnail((REFERENCE_SIDE, REFERENCE_SIDE))
         buffer = io.BytesIO()
         picture.save(buffer, format="PNG")
-    async_to_sync(get_channel_layer().send)(session.worker_channel, {
-        "type": "engine.image", "session_id": str(session.pk), "png": buffer.getvalue(),
-    })
+    async_to_sync(get_channel_layer().send)(
+        session.worker_channel,
+        {
+            "type": "engine.image",
+            "session_id": str(session.pk),
+            "png": buffer.getvalue(),
+        },
+    )
     return JsonResponse({"ok": True, "width": picture.width, "height": picture.height})
 
 
-DEFAULT_PROMPTS = ["make it rain", "make it night", "cast fire magic", "summon a dragon",
-                   "give the creature a leaf", "make a rainbow"]
+DEFAULT_PROMPTS = [
+    "make it rain",
+    "make it night",
+    "cast fire magic",
+    "summon a dragon",
+    "give the creature a leaf",
+    "make a rainbow",
+]
 SUGGESTED_PROMPTS = {
-    "ember_forest": ["cast fire magic", "give the creature a leaf", "make it dusk",
-                     "spawn a tree", "make it rain"],
-    "frost_valley": ["make it snow", "summon a lantern", "make it night", "bring in the fog",
-                     "give the creature a leaf"],
-    "desert_canyon": ["summon a dragon", "make a rainbow", "make it dusk",
-                      "cast fire magic", "summon a statue"],
-    "neon_night": ["summon a lantern", "make it rain", "summon a crystal", "summon a dragon",
-                   "give the creature a leaf"],
-    "misty_coast": ["make it rain", "make a rainbow", "bring in the fog", "make it night",
-                    "give the creature a leaf"],
+    "ember_forest": [
+        "cast fire magic",
+        "give the creature a leaf",
+        "make it dusk",
+        "spawn a tree",
+        "make it rain",
+    ],
+    "frost_valley": [
+        "make it snow",
+        "summon a lantern",
+        "make it night",
+        "bring in the fog",
+        "give the creature a leaf",
+    ],
+    "desert_canyon": [
+        "summon a dragon",
+        "make a rainbow",
+        "make it dusk",
+        "cast fire magic",
+        "summon a statue",
+    ],
+    "neon_night": [
+        "summon a lantern",
+        "make it rain",
+        "summon a crystal",
+        "summon a dragon",
+        "give the creature a leaf",
+    ],
+    "misty_coast": [
+        "make it rain",
+        "make a rainbow",
+        "bring in the fog",
+        "make it night",
+        "give the creature a leaf",
+    ],
 }
+
+
+@login_required
+@require_POST
+def export_start(request: HttpRequest, session_id) -> HttpResponse:
+    session = selectors.session_get_for_owner(session_id=session_id, owner=request.user)
+    if session is None:
+        raise Http404("This play session does not exist or is not yours.")
+    try:
+        export_services.export_request(
+            user=request.user,
+            session=session,
+            kind=request.POST.get("kind", SessionExport.Kind.RECORDING),
+            quality=request.POST.get("quality", SessionExport.Quality.STANDARD),
+        )
+    except export_services.ExportRefused as refusal:
+        messages.error(request, str(refusal))
+    else:
+        messages.success(request, "Your video is being made; it appears below when ready.")
+    return redirect(reverse("accounts:profile") + "#exports")
+
+
+def _export_for(request: HttpRequest, export_id) -> SessionExport:
+    export = SessionExport.objects.filter(pk=export_id).select_related("session__world").first()
+    if export is None or not (export.owner_id == request.user.pk or request.user.is_staff):
+        raise Http404("No such export.")
+    return export
+
+
+@login_required
+def export_status(request: HttpRequest, export_id) -> JsonResponse:
+    export = _export_for(request, export_id)
+    if export.status == SessionExport.Status.RUNNING:
+        export_services.exports_recover_stalled()  # the page's polling also notices dead jobs
+        export.refresh_from_db()
+    return JsonResponse(
+        {
+            "status": export.status,
+            "status_label": export.get_status_display(),
+            "progress": export.progress,
+            "error": export.error,
+            "download_url": reverse("sessions:export_download", args=[export.pk])
+            if export.status == SessionExport.Status.DONE
+            else None,
+        }
+    )
+
+
+@login_required
+def export_download(request: HttpRequest, export_id) -> FileResponse:
+    export = _export_for(request, export_id)
+    if export.status == SessionExport.Status.EXPIRED:
+        raise Http404("This export has expired and its file was deleted.")
+    if export.status != SessionExport.Status.DONE or not export.file:
+        raise Http404("This export is not ready.")
+    return FileResponse(
+        export.file.open("rb"),
+        as_attachment=True,
+        filename=export.file.name.rsplit("/", 1)[-1],
+        content_type="video/mp4",
+    )

@@ -8,6 +8,7 @@ def _isolated_files(settings, tmp_path):
     """Uploads never land in the developer's var/media; static files come from the app folders
     (tests do not depend on a prior collectstatic)."""
     settings.MEDIA_ROOT = tmp_path / "media"
+    settings.WORLD_MEDIA_AUTO = False  # tests that want gallery media switch it back on
     settings.STORAGES = {
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

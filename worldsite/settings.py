@@ -231,6 +231,16 @@ WEBRTC_LOOPBACK = env_bool("WORLDSITE_WEBRTC_LOOPBACK", True)
 # Offer nothing but 127.0.0.1 (tests: media never leaves the loopback interface).
 WEBRTC_LOOPBACK_ONLY = env_bool("WORLDSITE_WEBRTC_LOOPBACK_ONLY", False)
 
+# Session exports: private files, kept this many days, then deleted.
+EXPORTS_ROOT = Path(os.environ.get("WORLDSITE_EXPORTS_ROOT", VAR_DIR / "exports"))
+EXPORT_RETENTION_DAYS = env_int("WORLDSITE_EXPORT_RETENTION_DAYS", 7)
+# A running export whose job has not reported for this long is presumed dead and retried.
+EXPORT_STALL_SECONDS = env_int("WORLDSITE_EXPORT_STALL_SECONDS", 120)
+EXPORT_MAX_ATTEMPTS = 3
+
+# Draw gallery thumbnails + previews with the model whenever a world's look changes.
+WORLD_MEDIA_AUTO = env_bool("WORLDSITE_WORLD_MEDIA_AUTO", True)
+
 # Reference images for worlds: what the upload validator accepts.
 REFERENCE_IMAGE_MAX_BYTES = env_int("WORLDSITE_REFERENCE_IMAGE_MAX_BYTES", 4 * 1024 * 1024)
 REFERENCE_IMAGE_MAX_SIDE = 4096

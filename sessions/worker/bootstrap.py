@@ -78,6 +78,4 @@ def build_worker(*, name: str | None = None, capacity: int | None = None) -> Eng
 
 async def preload_engine() -> None:
     """Load weights and the text encoder before taking sessions (a cold load takes seconds)."""
-    await asyncio.get_running_loop().run_in_executor(
-        None, engine_adapter.load_world, settings.ENGINE_WEIGHTS_DIR, settings.ENGINE_THREADS
-    )
+    await asyncio.get_running_loop().run_in_executor(None, engine_adapter.load_world)

@@ -3,6 +3,8 @@
 import threading
 from typing import Any
 
+from django.conf import settings
+
 from engine.runtime.session import World
 from engine.sim.constants import FPS, SAMPLES_PER_FRAME
 
@@ -10,12 +12,14 @@ _lock = threading.Lock()
 _world: World | None = None
 
 
-def load_world(weights_dir: str | None = None, threads: int | None = None) -> World:
+def load_world() -> World:
     """The process's World (weights + text encoder), loaded on first use (seconds, not ms)."""
     global _world
     with _lock:
         if _world is None:
-            _world = World.load(weights_dir, threads=threads, preload_text=True)
+            _world = World.load(
+                settings.ENGINE_WEIGHTS_DIR, threads=settings.ENGINE_THREADS, preload_text=True
+            )
         return _world
 
 

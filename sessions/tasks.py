@@ -1,0 +1,37 @@
+"""Celery jobs for play sessions. Tasks translate and delegate to sessions.export_services."""
+
+from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+
+from sessions import export_services
+
+
+@shared_task(
+    bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=settings.EXPORT_MAX_ATTEMPTS
+)
+def export_build(self, export_id: str) -> str:
+    """acks_late is safe: export_run does nothing for an export that is already finished."""
+    try:
+        return export_services.export_run(export_id=export_id)
+    except Exception as exc:
+        final = self.request.retries >= self.max_retries
+        export_services.export_crashed(export_id=export_id, reason=str(exc), final=final)
+        if final:
+            raise
+        raise self.retry(exc=exc, countdown=5 * 2**self.request.retries) from exc
+
+
+@shared_task
+def exports_housekeeping() -> dict:
+    """Re-queue exports stranded by a killed worker and delete expired files."""
+    return {
+        "recovered": export_services.exports_recover_stalled(),
+        "expired": export_services.exports_expire(),
+    }
+
+
+@worker_ready.connect
+def _recover_on_start(sender=None, **kwargs) -> None:
+    # A worker that comes back after a crash picks up what the dead one left running.
+    exports_housekeeping.delay()

@@ -1,0 +1,97 @@
+"""Gallery media drawn by the shipped model: thumbnails and previews, versioned and idempotent."""
+
+import av
+import pytest
+from PIL import Image
+
+from gallery import services
+from gallery.models import MediaStatus, World
+from gallery.tasks import world_render_media
+from tests.factories import WorldFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def media_on(settings):
+    settings.WORLD_MEDIA_AUTO = True
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+
+
+def _decode_preview(world: World) -> tuple[int, int, list]:
+    with av.open(world.preview.path) as container:
+        kinds = [stream.type for stream in container.streams]
+        frames = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
+    return len(frames), frames[0].shape[1], kinds
+
+
+def test_new_world_gets_a_thumbnail_and_a_muted_preview(
+    media_on, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        world = WorldFactory(theme="frost_valley", seed=4)
+    world.refresh_from_db()
+    assert world.media_status == MediaStatus.READY and world.media_rendered_version == 1
+    thumbnail = Image.open(world.thumbnail.path)
+    assert thumbnail.size == (256, 256) and thumbnail.format == "PNG"
+    frames, width, kinds = _decode_preview(world)
+    assert frames == 40 and width == 256 and kinds == ["video"]
+
+
+def test_only_look_changes_redraw_and_old_files_go(media_on, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        world = WorldFactory()
+    world.refresh_from_db()
+    first_thumbnail = world.thumbnail.name
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        world.title = "A new name"
+        world.save()
+    assert callbacks == []  # the title does not change how the world looks
+    with django_capture_on_commit_callbacks(execute=True):
+        world.seed = world.seed + 1
+        world.save()
+    world.refresh_from_db()
+    assert world.media_rendered_version == 2 and world.thumbnail.name != first_thumbnail
+    assert not world.thumbnail.storage.exists(first_thumbnail)
+
+
+def test_stale_jobs_never_overwrite_newer_media(media_on, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        world = WorldFactory()
+    with django_capture_on_commit_callbacks(execute=False):
+        services.world_media_schedule(world=world)  # version 2 asked for, not drawn yet
+    assert world_render_media.apply(args=[world.pk, 1]).get() == "stale"
+    world.refresh_from_db()
+    assert world.media_rendered_version == 1 and world.media_status == MediaStatus.PENDING
+
+
+def test_failures_are_retried_then_recorded(media_on, monkeypatch):
+    world = WorldFactory()
+    calls = []
+
+    def broken(spec, workdir):
+        calls.append(spec)
+        raise RuntimeError("engine weights unreadable")
+
+    monkeypatch.setattr("gallery.media.render_world_media", broken)
+    version = World.objects.get(pk=world.pk).media_version + 1
+    World.objects.filter(pk=world.pk).update(media_version=version)
+    result = world_render_media.apply(args=[world.pk, version])
+    assert result.failed()
+    assert len(calls) == 5  # the first try and four retries
+    world.refresh_from_db()
+    assert world.media_status == MediaStatus.FAILED
+    assert "engine weights unreadable" in world.media_error
+
+
+def test_admin_regenerate_action(media_on, client, admin_user, django_capture_on_commit_callbacks):
+    world = WorldFactory()
+    client.force_login(admin_user)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(
+            "/admin/gallery/world/",
+            {"action": "regenerate_media", "_selected_action": [str(world.pk)]},
+        )
+    world.refresh_from_db()
+    assert world.media_status == MediaStatus.READY
+    assert world.thumbnail.size > 1000
