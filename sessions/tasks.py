@@ -33,5 +33,7 @@ def exports_housekeeping() -> dict:
 
 @worker_ready.connect
 def _recover_on_start(sender=None, **kwargs) -> None:
-    # A worker that comes back after a crash picks up what the dead one left running.
+    # A worker that comes back after a crash picks up what the dead one left running: now,
+    # and once more when a job killed just before this start has had time to look stalled.
     exports_housekeeping.delay()
+    exports_housekeeping.apply_async(countdown=settings.EXPORT_STALL_SECONDS + 2)

@@ -1,6 +1,7 @@
 import pytest
 
 from tests.factories import UserFactory, WorldFactory
+from worldsite.celery import app as celery_app
 
 
 @pytest.fixture(autouse=True)
@@ -28,3 +29,12 @@ def admin_user(db):
 @pytest.fixture
 def world(db):
     return WorldFactory(slug="ember", title="Ember Forest")
+
+
+@pytest.fixture(autouse=True)
+def _celery_eager():
+    """Tasks run in-process unless a test starts real Celery workers (tests/play)."""
+    previous = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = previous

@@ -116,7 +116,7 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": Path(os.environ.get("WORLDSITE_SQLITE_PATH", VAR_DIR / "db.sqlite3")),
             # A file, not memory: tests start real daphne and engine-worker processes on it.
-            "TEST": {"NAME": VAR_DIR / "test_db.sqlite3"},
+            "TEST": {"NAME": VAR_DIR / f"test_db_{os.getpid()}.sqlite3"},
             # IMMEDIATE: a transaction takes the write lock when it begins, so quota decisions
             # made inside one are serialized (PostgreSQL uses an advisory lock instead).
             "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
@@ -145,6 +145,10 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
+# With `celery -A worldsite beat` running (scaled deployments), housekeeping runs every minute.
+CELERY_BEAT_SCHEDULE = {
+    "exports-housekeeping": {"task": "sessions.tasks.exports_housekeeping", "schedule": 60.0},
+}
 
 # --- Auth ---------------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

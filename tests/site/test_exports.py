@@ -23,7 +23,6 @@ FRAMES = 60
 def _folders(settings, tmp_path):
     settings.RECORDINGS_ROOT = tmp_path / "recordings"
     settings.EXPORTS_ROOT = tmp_path / "exports"
-    settings.CELERY_TASK_ALWAYS_EAGER = True
 
 
 def _color(index: int) -> tuple[int, int, int]:
@@ -105,7 +104,6 @@ def test_only_the_owner_or_an_admin_downloads(
 def test_exports_count_against_the_daily_quota(member, world, settings):
     UserQuota.objects.create(user=member, exports_per_day=2)
     session = _recorded_session(member, world, settings)
-    settings.CELERY_TASK_ALWAYS_EAGER = True
     for _ in range(2):
         export_services.export_request(user=member, session=session, kind="recording")
     with pytest.raises(export_services.ExportRefused, match="today's 2 export"):

@@ -15,7 +15,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def media_on(settings):
     settings.WORLD_MEDIA_AUTO = True
-    settings.CELERY_TASK_ALWAYS_EAGER = True
 
 
 def _decode_preview(world: World) -> tuple[int, int, list]:
