@@ -1,16 +1,31 @@
 """Channel-layer messages the web side sends about a session (to its page and its worker)."""
 
+import asyncio
+import threading
+
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from sessions.worker.service import session_group
 
 
+def _send_from_sync_code(send, *args) -> None:
+    """async_to_sync refuses to run on a thread that already has a running event loop (an
+    async test harness, a browser driver); such callers get the send done on a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        async_to_sync(send)(*args)
+        return
+    helper = threading.Thread(target=lambda: async_to_sync(send)(*args))
+    helper.start()
+    helper.join(10)
+
+
 def session_closed(*, session_id: str, worker_channel: str, reason: str, failed: bool) -> None:
     layer = get_channel_layer()
     message = {"type": "session.closed", "reason": reason, "failed": failed}
-    async_to_sync(layer.group_send)(session_group(session_id), message)
+    _send_from_sync_code(layer.group_send, session_group(session_id), message)
     if worker_channel:
-        async_to_sync(layer.send)(
-            worker_channel, {"type": "engine.stop", "session_id": session_id, "reason": reason}
-        )
+        stop = {"type": "engine.stop", "session_id": session_id, "reason": reason}
+        _send_from_sync_code(layer.send, worker_channel, stop)
