@@ -24,7 +24,8 @@ def world_media_schedule(*, world: World) -> int:
         media_version=F("media_version") + 1, media_status=MediaStatus.PENDING, media_error=""
     )
     version = World.objects.values_list("media_version", flat=True).get(pk=world.pk)
-    transaction.on_commit(lambda: world_render_media.delay(world.pk, version))
+    # robust: a failed eager render (no Redis) is recorded on the world, not raised at save.
+    transaction.on_commit(lambda: world_render_media.delay(world.pk, version), robust=True)
     return version
 
 

@@ -65,7 +65,7 @@ def export_request(
             quality=quality,
             expires_at=timezone.now() + timedelta(days=settings.EXPORT_RETENTION_DAYS),
         )
-        transaction.on_commit(lambda: _enqueue(export))
+        transaction.on_commit(lambda: _enqueue(export), robust=True)
     return export
 
 

@@ -72,9 +72,19 @@ class Command(BaseCommand):
     help = "Create the demo worlds and an admin account (idempotent)."
 
     def handle(self, *args, **options) -> None:
+        if World.objects.filter(slug__in=[w["slug"] for w in DEMO_WORLDS]).count() < len(
+            DEMO_WORLDS
+        ):
+            self.stdout.write(
+                "Seeding demo worlds (the world model draws each gallery picture; "
+                "the first time this takes a little while)..."
+            )
         with transaction.atomic():
             created = self._seed_worlds()
         self.stdout.write(f"Demo worlds: {created} created, {len(DEMO_WORLDS) - created} kept.")
+        failed = World.objects.filter(media_status="failed").values_list("title", "media_error")
+        for title, error in failed:
+            self.stdout.write(self.style.WARNING(f"No gallery picture for {title}: {error}"))
         self._seed_admin()
 
     def _seed_worlds(self) -> int:
