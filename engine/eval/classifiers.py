@@ -133,7 +133,7 @@ def _fit(model: nn.Module, loss_fn, n: int, steps: int, batch: int, desc: str) -
 
 
 def train_judges(frames: np.ndarray, audio: np.ndarray, labels: np.ndarray,
-                 episode_start: np.ndarray, steps: int = 600) -> Judges:
+                 episode_start: np.ndarray, steps: int = 1500) -> Judges:
     """Train on the first 80% of rows, report accuracy on the last 20% (other episodes)."""
     n = len(frames)
     split = int(n * 0.8)
@@ -171,8 +171,10 @@ def train_judges(frames: np.ndarray, audio: np.ndarray, labels: np.ndarray,
         tp = torch.nonzero(has_prev[split:]).flatten() + split
         acc["inverse_dynamics"] = float((idm(x[tp - 1], x[tp]).argmax(1) == act[tp])
                                         .float().mean())
-        acc["audio_events"] = float(((audio_judge(a[test]) > 0).float() == aud[test])
-                                    .float().mean())
+        from .metrics import balanced_accuracy
+
+        per_class = balanced_accuracy((audio_judge(a[test]) > 0).numpy(), aud[test].numpy())
+        acc["audio_events_balanced"] = float(np.mean([v for v in per_class if v is not None]))
     return Judges(state, idm, audio_judge, acc)
 
 

@@ -22,7 +22,7 @@ from engine.runtime.rollout import LatentRollout
 from engine.runtime.session import World
 from engine.sim import FrameInputs, SimWorld, WorldSpec
 from engine.sim.constants import CREATURE_MOODS, OBJECT_KINDS, TIMES_OF_DAY, WEATHERS
-from engine.sim.prompts import heldout_paraphrases
+from engine.sim.prompts import heldout_paraphrases, sample_training_text
 from engine.sim.reference import load_reference_image
 from engine.sim.script import EpisodeScript
 from engine.sim.themes import THEME_NAMES
@@ -66,8 +66,8 @@ class SimEpisode:
 
 
 # -- episodes ------------------------------------------------------------------------------------
-def agent_episode(seed: int, frames: int) -> SimEpisode:
-    """Closed-loop random play (the data pipeline's agent) on a held-out seed."""
+def agent_episode(seed: int, frames: int, prompt: tuple[int, str] | None = None) -> SimEpisode:
+    """Closed-loop random play (the data pipeline's agent); optionally a sentence (t, text)."""
     plan = plan_episode(seed, frames)
     spec = WorldSpec(seed, plan.theme, 128, plan.reference_image)
     world = SimWorld(spec)
@@ -76,6 +76,8 @@ def agent_episode(seed: int, frames: int) -> SimEpisode:
     last = None
     for t in range(frames):
         inp = agent.act(t, last)
+        if prompt is not None and t == prompt[0]:
+            inp.prompts = (prompt[1],)
         f = world.step(inp)
         inputs.append(inp)
         rgb.append(f.rgb)
@@ -171,8 +173,15 @@ def get_judges(cache: Path = CACHE, episodes: int = 24, frames: int = 200,
         return load_judges(path)
     log("training the eval judges on sim data (once; cached in artifacts/eval_cache)")
     eps = [agent_episode(JUDGE_SEED_BASE + i, frames) for i in range(episodes)]
-    starts = np.zeros(episodes * frames, bool)
-    starts[::frames] = True
+    # Events are rare in random play: add short episodes that each start with one event, so
+    # every class the eval asks about (dusk, fire, rainbow, spawned objects, moods) is seen.
+    events = (*PROMPT_EVENTS, "gift_leaf", "gift_dragon", "clear", "day", "spawn_crystal",
+              "spawn_mushroom", "spawn_statue")
+    for k in range(2 * len(events)):
+        event = events[k % len(events)]
+        text = sample_training_text(event, np.random.default_rng(k))
+        eps.append(agent_episode(JUDGE_SEED_BASE + 1000 + k, frames // 2, (3, text)))
+    starts = np.concatenate([np.arange(len(e.frames)) == 0 for e in eps])
     judges = train_judges(np.concatenate([e.frames for e in eps]),
                           np.concatenate([e.audio for e in eps]),
                           np.concatenate([e.labels for e in eps]), starts)
@@ -208,6 +217,7 @@ def _evaluate(world: World, judges: Judges, episodes: list[SimEpisode] | None,
     copy_h = {h: [] for h in HORIZONS}
     idm_gen = idm_sim = idm_n = 0
     audio_gen_acc, audio_sim_acc, offsets = [], [], []
+    onset_at_step = onset_elsewhere = n_step = n_other = 0
     gen16, true16 = [], []
     for ep in episodes:
         start = min(ctx + 20, len(ep.frames) - 1)
@@ -242,6 +252,13 @@ def _evaluate(world: World, judges: Judges, episodes: list[SimEpisode] | None,
         audio_gen_acc.append(((judges.audio(gen_a) > 0).numpy(), tgt.numpy()))
         audio_sim_acc.append(((judges.audio(sim_a) > 0).numpy(), tgt.numpy()))
         offsets += M.av_offsets_ms(audio, np.nonzero(lab["step_onset"])[0])
+        onset_frames = M.onset_samples(audio) // 800
+        has_onset = np.zeros(horizon, bool)
+        has_onset[onset_frames[onset_frames < horizon]] = True
+        onset_at_step += int(has_onset[lab["step_onset"]].sum())
+        onset_elsewhere += int(has_onset[~lab["step_onset"]].sum())
+        n_step += int(lab["step_onset"].sum())
+        n_other += int((~lab["step_onset"]).sum())
     for h in HORIZONS:
         if gen_h[h]:
             out[f"psnr_h{h}"] = M.pooled_psnr(np.stack(gen_h[h]), np.stack(true_h[h]))
@@ -259,6 +276,7 @@ def _evaluate(world: World, judges: Judges, episodes: list[SimEpisode] | None,
     recon = np.concatenate([tensor_to_frames(world.video_ae(frames_to_tensor(all_true[i:i + 64])))
                             for i in range(0, len(all_true), 64)])
     out["ae_recon_psnr"] = M.pooled_psnr(recon, all_true)
+    out["ae_sharpness"] = M.sharpness_ratio(recon, all_true)  # the tokenizer's own blur
     all_audio = np.concatenate([e.audio for e in episodes])
     rec_a = world.audio_ae(int16_to_float(all_audio)).numpy()
     ref_a = int16_to_float(all_audio).numpy()
@@ -274,6 +292,9 @@ def _evaluate(world: World, judges: Judges, episodes: list[SimEpisode] | None,
     out["audio_event_acc_by_class"] = dict(zip(AUDIO_EVENTS, gen_acc, strict=True))
     out["av_sync_ms"] = float(np.median(offsets)) if offsets else None
     out["av_sync_pairs"] = len(offsets)
+    # Control for av_sync: if onsets are as common on non-step frames, the sync is meaningless.
+    out["onset_rate_step_frames"] = onset_at_step / max(n_step, 1)
+    out["onset_rate_other_frames"] = onset_elsewhere / max(n_other, 1)
 
     # Prompt following on held-out paraphrases, judged 2 s after the prompt.
     log("prompt following (held-out paraphrases)")

@@ -61,11 +61,12 @@ def log_spectrogram(audio: torch.Tensor, n_fft: int = 128) -> torch.Tensor:
     return torch.log(spec.abs() + 1e-4)
 
 
-def audio_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+def audio_loss(pred: torch.Tensor, target: torch.Tensor, spec_weight: float = 1.0
+               ) -> torch.Tensor:
     wave = (pred - target).abs().mean()
     spec = sum((log_spectrogram(pred, n) - log_spectrogram(target, n)).abs().mean()
                for n in (64, 256))
-    return wave + 0.1 * spec
+    return wave + spec_weight * spec
 
 
 def int16_to_float(audio) -> torch.Tensor:

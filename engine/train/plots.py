@@ -12,8 +12,10 @@ COLOURS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 1
 
 
 def line_plot(path: str | Path, series: dict[str, list[tuple[float, float]]], title: str = "",
-              log_y: bool = True, size: tuple[int, int] = (640, 400)) -> None:
-    """Plot named (x, y) series on one axis (log y by default) and save a PNG."""
+              log_y: bool = True, size: tuple[int, int] = (640, 400), smooth: float = 0.9
+              ) -> None:
+    """Plot named (x, y) series on one axis (log y by default, EMA-smoothed) and save a PNG."""
+    series = {name: _ema(s, smooth) for name, s in series.items()}
     w, h = size
     img = Image.new("RGB", size, "white")
     draw = ImageDraw.Draw(img)
@@ -56,3 +58,11 @@ def image_grid(path: str | Path, rows: list[np.ndarray], scale: int = 1) -> None
     if scale != 1:
         img = img.resize((img.width * scale, img.height * scale), Image.Resampling.NEAREST)
     img.save(path)
+
+
+def _ema(points: list[tuple[float, float]], alpha: float) -> list[tuple[float, float]]:
+    out, avg = [], None
+    for x, y in points:
+        avg = y if avg is None else alpha * avg + (1 - alpha) * y
+        out.append((x, avg))
+    return out
