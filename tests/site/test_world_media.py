@@ -64,20 +64,29 @@ def test_stale_jobs_never_overwrite_newer_media(media_on, django_capture_on_comm
     assert world.media_rendered_version == 1 and world.media_status == MediaStatus.PENDING
 
 
-def test_failures_are_retried_then_recorded(media_on, monkeypatch):
+def test_failures_are_retried_then_recorded(media_on, monkeypatch, settings):
+    from celery.exceptions import Retry
+
+    from gallery.tasks import MAX_RETRIES
+
+    settings.CELERY_TASK_EAGER_PROPAGATES = True
     world = WorldFactory()
-    calls = []
 
     def broken(spec, workdir):
-        calls.append(spec)
         raise RuntimeError("engine weights unreadable")
 
     monkeypatch.setattr("gallery.media.render_world_media", broken)
     version = World.objects.get(pk=world.pk).media_version + 1
     World.objects.filter(pk=world.pk).update(media_version=version)
-    result = world_render_media.apply(args=[world.pk, version])
-    assert result.failed()
-    assert len(calls) == 5  # the first try and four retries
+
+    with pytest.raises(Retry):  # an early attempt asks Celery to try again later
+        world_render_media.apply(args=[world.pk, version], throw=True)
+    world.refresh_from_db()
+    assert world.media_status == MediaStatus.PENDING
+    assert "engine weights unreadable" in world.media_error
+
+    with pytest.raises(RuntimeError, match="unreadable"):  # the last attempt gives up
+        world_render_media.apply(args=[world.pk, version], retries=MAX_RETRIES, throw=True)
     world.refresh_from_db()
     assert world.media_status == MediaStatus.FAILED
     assert "engine weights unreadable" in world.media_error
