@@ -97,28 +97,37 @@ class LatestFrames:
 
 
 class GeneratedVideoTrack(MediaStreamTrack):
+    """Sends each generated frame as soon as it exists (stamped with the shared clock), and
+    repeats the newest one if the generator falls behind, so the stream never stalls."""
+
     kind = "video"
+    POLL_SECONDS = 0.004
 
     def __init__(self, frames: LatestFrames, clock: MediaClock, fps: int) -> None:
         super().__init__()
         self._frames = frames
         self._clock = clock
         self._fps = fps
-        self._count = 0
+        self._last_index = -1
+        self._last_sent = -1.0
 
     async def recv(self) -> VideoFrame:
         if self.readyState != "live":
             raise MediaStreamError
-        behind = int(self._clock.elapsed() * self._fps) - self._count
-        if behind > 1:  # the sender stalled: jump to now rather than burst stale frames
-            self._count += behind
-        media_time = self._count / self._fps
-        await self._clock.sleep_until(media_time)
-        pixels, _ = self._frames.latest_video()
+        # Never faster than the frame rate, never slower than 1.5 frame times.
+        earliest = self._last_sent + 0.8 / self._fps
+        latest = self._last_sent + 1.5 / self._fps
+        await self._clock.sleep_until(earliest)
+        while self._clock.elapsed() < latest:
+            if self._frames.latest_video()[1] != self._last_index:
+                break
+            await asyncio.sleep(self.POLL_SECONDS)
+        pixels, index = self._frames.latest_video()
+        self._last_index = index
+        self._last_sent = self._clock.elapsed()
         frame = VideoFrame.from_ndarray(pixels, format="rgb24")
-        frame.pts = int(round(media_time * VIDEO_CLOCK_RATE))
+        frame.pts = int(round(self._last_sent * VIDEO_CLOCK_RATE))
         frame.time_base = VIDEO_TIME_BASE
-        self._count += 1
         return frame
 
 

@@ -184,7 +184,9 @@
 
   function setKey(name, down) {
     const bit = KEY_BITS[name];
+    const before = state.keys;
     state.keys = down ? state.keys | bit : state.keys & ~bit;
+    if (state.keys !== before) sendInputState(true);
   }
 
   document.addEventListener("keydown", (event) => {
@@ -242,23 +244,25 @@
     return mask;
   }
 
-  // Every tick: the held keys and the accumulated camera delta, unordered, no retransmits.
-  // Sending the full state (not key events) means a lost packet is corrected by the next one.
-  setInterval(() => {
+  // The held keys and the accumulated camera delta, unordered, no retransmits. Sending the
+  // full state (not key events) means a lost packet is corrected by the next one. A key change
+  // goes out at once; the tick repeats the state and carries mouse/gamepad motion.
+  function sendInputState(force) {
     if (!state.live) return;
     const keys = state.keys | pollGamepad();
     const yaw = Math.max(-MAX_DELTA, Math.min(MAX_DELTA, state.yaw));
     const pitch = Math.max(-MAX_DELTA, Math.min(MAX_DELTA, state.pitch));
     const now = performance.now();
     const changed = keys !== state.lastSentKeys || yaw !== 0 || pitch !== 0;
-    if (!changed && now - state.lastKeysSentAt < 250) return;
+    if (!force && !changed && now - state.lastKeysSentAt < 250) return;
     state.yaw -= yaw;
     state.pitch -= pitch;
     state.seq += 1;
     state.lastSentKeys = keys;
     state.lastKeysSentAt = now;
     sendData(state.input, { type: "input", keys, yaw, pitch, seq: state.seq });
-  }, TICK_MS);
+  }
+  setInterval(() => sendInputState(false), TICK_MS);
 
   // Prompts: Enter sends, arrows walk the history; typing never reaches the world.
   const promptField = $("prompt");
