@@ -4,9 +4,8 @@ import av
 import numpy as np
 import pytest
 
-from sessions import services
-from sessions.worker.recorder import SessionRecorder
 from tests.factories import UserFactory, WorldFactory
+from tests.recorded import finished_session_with_recording
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-Pass-phrase-9"
@@ -44,19 +43,13 @@ def test_export_a_past_session_and_download_it(
     settings.EXPORTS_ROOT = tmp_path / "exports"
     user = UserFactory(username="exporter", password=PASSWORD)
     world = WorldFactory(title="Frost Valley", theme="frost_valley")
-    session = services.session_reserve(user=user, world=world).session
-    services.session_mark_live(session=session)
-    services.session_end(session=session, reason="Player left.")
-    recorder = SessionRecorder(
-        settings.RECORDINGS_ROOT / str(session.pk),
-        fps=20,
-        width=128,
-        height=128,
-        spec={"seed": 1, "theme": "frost_valley"},
+    finished_session_with_recording(
+        user,
+        world,
+        settings.RECORDINGS_ROOT,
+        40,
+        lambda index: np.full((128, 128, 3), index * 6, np.uint8),
     )
-    for index in range(40):
-        recorder.write_frame(np.full((128, 128, 3), index * 6, np.uint8), np.zeros(800, np.int16))
-    recorder.close("Player left.")
 
     page = new_page()
     _log_in(page, live_server.url, "exporter")

@@ -9,10 +9,10 @@ import pytest
 from django.conf import settings as django_settings
 
 from gallery.models import World
-from sessions import export_services, services
+from sessions import export_services
 from sessions.models import SessionExport
-from sessions.worker.recorder import SessionRecorder
 from tests.factories import UserFactory, WorldFactory
+from tests.recorded import finished_session_with_recording
 from worldsite.celery import app as celery_app
 
 pytestmark = [pytest.mark.play, pytest.mark.django_db(transaction=True)]
@@ -68,23 +68,15 @@ def _wait(predicate, timeout: float, what: str):
 
 
 def _recorded_session(settings, frames: int):
-    user, world = UserFactory(), WorldFactory()
-    session = services.session_reserve(user=user, world=world).session
-    services.session_mark_live(session=session)
-    services.session_end(session=session, reason="Player left.")
-    recorder = SessionRecorder(
-        settings.RECORDINGS_ROOT / str(session.pk),
-        fps=20,
-        width=128,
-        height=128,
-        spec={"seed": 1, "theme": world.theme},
+    user = UserFactory()
+    noise = np.random.default_rng(0)  # noisy frames make encoding take a little while
+    session = finished_session_with_recording(
+        user,
+        WorldFactory(),
+        settings.RECORDINGS_ROOT,
+        frames,
+        lambda index: noise.integers(0, 255, (128, 128, 3), np.uint8),
     )
-    noise = np.random.default_rng(0)
-    for _ in range(frames):  # noisy frames make encoding take a little while
-        recorder.write_frame(
-            noise.integers(0, 255, (128, 128, 3), np.uint8), np.zeros(800, np.int16)
-        )
-    recorder.close("Player left.")
     return user, session
 
 

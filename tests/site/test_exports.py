@@ -12,8 +12,8 @@ from django.utils import timezone
 from sessions import export_services, services
 from sessions.export_builder import TITLE_SECONDS
 from sessions.models import PlaySession, SessionExport, UserQuota
-from sessions.worker.recorder import SessionRecorder
 from tests.factories import UserFactory
+from tests.recorded import finished_session_with_recording
 
 pytestmark = pytest.mark.django_db
 FRAMES = 60
@@ -31,22 +31,15 @@ def _color(index: int) -> tuple[int, int, int]:
 
 def _recorded_session(user, world, settings, frames: int = FRAMES) -> PlaySession:
     """A finished session with a real recording: each frame a flat colour, audio a tone."""
-    session = services.session_reserve(user=user, world=world).session
-    services.session_mark_live(session=session)
-    services.session_end(session=session, reason="Player left.")
-    recorder = SessionRecorder(
-        settings.RECORDINGS_ROOT / str(session.pk),
-        fps=20,
-        width=128,
-        height=128,
-        spec={"seed": world.seed, "theme": world.theme},
-    )
     tone = (np.sin(np.arange(800) * 2 * np.pi * 440 / 16_000) * 8000).astype(np.int16)
-    for index in range(frames):
-        recorder.write_frame(np.full((128, 128, 3), _color(index), np.uint8), tone)
-    recorder.log_input(0, {"kind": "action", "keys": ["W"], "yaw": 0.0, "pitch": 0.0})
-    recorder.close("Player left.")
-    return session
+    return finished_session_with_recording(
+        user,
+        world,
+        settings.RECORDINGS_ROOT,
+        frames,
+        lambda index: np.full((128, 128, 3), _color(index), np.uint8),
+        tone,
+    )
 
 
 def _export(user, session, django_capture_on_commit_callbacks, kind="recording"):
