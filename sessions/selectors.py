@@ -104,12 +104,6 @@ def session_list_for_owner(*, owner: AbstractBaseUser) -> QuerySet[PlaySession]:
     return PlaySession.objects.filter(owner=owner).select_related("world")
 
 
-def session_list_live() -> QuerySet[PlaySession]:
-    return PlaySession.objects.filter(state__in=PlaySession.RUNNING_STATES).select_related(
-        "owner", "world"
-    )
-
-
 def running_session_count() -> int:
     return PlaySession.objects.filter(state__in=PlaySession.RUNNING_STATES).count()
 

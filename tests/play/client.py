@@ -124,11 +124,3 @@ class PlayClient:
             await self.pc.close()
         if self.ws is not None:
             await self.ws.close()
-
-
-def motion(frames: list[np.ndarray]) -> float:
-    """Mean absolute change between consecutive frames (0..255)."""
-    if len(frames) < 2:
-        return 0.0
-    stack = np.stack(frames).astype(np.float32)
-    return float(np.abs(np.diff(stack, axis=0)).mean())
