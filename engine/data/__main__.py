@@ -23,6 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--episodes-per-shard", type=int, default=10)
     g.add_argument("--seed", type=int, default=0, help="episode i uses seed SEED + i")
     g.add_argument("--themes", nargs="+", choices=THEME_NAMES, default=None)
+    g.add_argument("--prompt-rate", type=float, default=None,
+                   help="sentences the agent types per frame (default 1/70: one every 3.5 s)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     s = sub.add_parser("stats", help="report a dataset's size and label distributions")
     s.add_argument("--root", type=Path, default=Path("data/sim"))
@@ -33,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
 
         config = GenerateConfig(args.episodes, args.frames, args.resolution,
                                 args.episodes_per_shard, args.seed,
-                                tuple(args.themes) if args.themes else None)
+                                tuple(args.themes) if args.themes else None,
+                                **({"prompt_rate": args.prompt_rate}
+                                   if args.prompt_rate is not None else {}))
         try:
             result = generate(args.out, config, args.workers, progress=not args.quiet)
         except ManifestMismatch as exc:

@@ -26,6 +26,7 @@ PROMPT_WEIGHTS: dict[str, float] = {
     "spawn_mushroom": 1, "spawn_statue": 1, "gift_leaf": 0.5, "gift_dragon": 0.5,
     "companion_golden": 1, "companion_azure": 1, "companion_default": 0.5,
 }
+DEFAULT_PROMPT_RATE = 1 / 70  # prompts per frame (about one every 3.5 s)
 _EVENTS = tuple(PROMPT_WEIGHTS)
 _P = np.asarray([PROMPT_WEIGHTS[e] for e in _EVENTS]) / sum(PROMPT_WEIGHTS.values())
 
@@ -53,7 +54,7 @@ def random_palette(rng: np.random.Generator) -> dict[str, list[int]]:
 @dataclass
 class RandomAgent:
     rng: np.random.Generator
-    prompt_rate: float = 1 / 70  # prompts per frame (about one every 3.5 s)
+    prompt_rate: float = DEFAULT_PROMPT_RATE
     keys: int = 0
     behaviour: str = "walk"
     remaining: int = 0

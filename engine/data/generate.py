@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from .agent import DEFAULT_PROMPT_RATE
 from .layout import MANIFEST, TMP_SUFFIX, finished_shards, shard_name
 from .shards import write_shard
 
@@ -24,6 +25,7 @@ class GenerateConfig:
     episodes_per_shard: int = 10
     base_seed: int = 0
     themes: tuple[str, ...] | None = None  # None: every theme
+    prompt_rate: float = DEFAULT_PROMPT_RATE  # sentences the agent types per frame
 
     @property
     def shards(self) -> int:
@@ -42,7 +44,8 @@ class ManifestMismatch(RuntimeError):
 def _write(args: tuple[Path, int, GenerateConfig]) -> int:
     root, index, config = args
     seeds = config.shard_seeds(index)
-    write_shard(root, index, seeds, config.frames, config.resolution, config.themes)
+    write_shard(root, index, seeds, config.frames, config.resolution, config.themes,
+                config.prompt_rate)
     return len(seeds)
 
 
@@ -54,6 +57,7 @@ def generate(root: Path, config: GenerateConfig, workers: int = 1,
     manifest_path = root / MANIFEST
     if manifest_path.exists():
         existing = json.loads(manifest_path.read_text())
+        existing.setdefault("prompt_rate", DEFAULT_PROMPT_RATE)  # folders made before the option
         if existing != manifest:
             raise ManifestMismatch(
                 f"{root} was generated with {existing}; refusing to mix in {manifest}")
