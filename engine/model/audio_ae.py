@@ -74,4 +74,4 @@ def int16_to_float(audio) -> torch.Tensor:
 
 
 def float_to_int16(audio: torch.Tensor):
-    return (audio.clamp(-1, 1) * 32767).round().to(torch.int16).numpy()
+    return (audio.clamp(-1, 1) * 32767).round().to(torch.int16).cpu().numpy()

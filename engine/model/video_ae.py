@@ -105,12 +105,12 @@ def frames_to_tensor(frames) -> torch.Tensor:
 def tensor_to_frames(images: torch.Tensor):
     """(B, 3, H, W) float -> (B, H, W, 3) uint8 numpy."""
     x = images.clamp(0, 1).mul(255).round_().to(torch.uint8)
-    return x.permute(0, 2, 3, 1).contiguous().numpy()
+    return x.permute(0, 2, 3, 1).contiguous().cpu().numpy()
 
 
 def image_token(video_ae: VideoAE, image) -> torch.Tensor:
     """A reference picture (H, W, 3) uint8 -> (C * 16,) latent pooled to 4x4 (any size works)."""
-    x = frames_to_tensor(image[None])
+    x = frames_to_tensor(image[None]).to(video_ae.mean.device)
     x = torch.nn.functional.interpolate(x, size=(64, 64), mode="bilinear", align_corners=False)
     z = video_ae.encode(x)  # (1, C, 8, 8)
     return torch.nn.functional.adaptive_avg_pool2d(z, 4).flatten()

@@ -1,4 +1,4 @@
-"""CLI: `python -m engine.train {tokenizers,generator,ship} --preset {cpu,gpu} [--minutes M]`.
+"""CLI: `python -m engine.train {video,audio,generator,ship,text-table} --preset {cpu,gpu}`.
 
 Every stage resumes from its checkpoint under --out when re-run with the same arguments.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from pathlib import Path
 
 import torch
 
@@ -16,18 +17,27 @@ from .presets import PRESETS
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.train")
-    parser.add_argument("stage", choices=("video", "audio", "generator", "ship"))
+    parser.add_argument("stage", choices=("video", "audio", "generator", "ship", "text-table"))
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
     parser.add_argument("--data", default=None, help="dataset root (python -m engine.data)")
     parser.add_argument("--out", default=None, help="run folder (checkpoints, plots)")
     parser.add_argument("--tokenizers", default=None, help="folder with the tokenizer files")
     parser.add_argument("--minutes", type=float, default=None, help="wall-clock budget")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--dest", default=None, help="ship: where to write (engine/weights)")
+    parser.add_argument("--device", default=None, help="auto (CUDA when there is one), cpu, cuda")
+    parser.add_argument("--adv-weight", type=float, default=None,
+                        help="video stage: patch-discriminator weight (0 turns it off)")
+    parser.add_argument("--text-table", default=None,
+                        help="generator: sentence embeddings from the text-table stage "
+                             "(for machines without the text encoder); text-table: where to "
+                             "write them")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     preset = PRESETS[args.preset]
-    overrides = {k: v for k, v in (("data", args.data), ("out", args.out)) if v is not None}
+    overrides = {k: v for k, v in (("data", args.data), ("out", args.out),
+                                   ("device", args.device)) if v is not None}
 
     if args.stage in ("video", "audio"):
         from .tokenizers import train_audio_ae, train_video_ae
@@ -36,20 +46,29 @@ def main(argv: list[str] | None = None) -> int:
         if args.minutes is not None:
             key = "minutes" if args.stage == "video" else "audio_minutes"
             cfg = dataclasses.replace(cfg, **{key: args.minutes})
+        if args.adv_weight is not None:
+            cfg = dataclasses.replace(cfg, adv_weight=args.adv_weight)
         path = train_video_ae(cfg) if args.stage == "video" else train_audio_ae(cfg)
     elif args.stage == "generator":
         from .generator import train_generator
 
         if args.tokenizers is not None:
             overrides["tokenizers"] = args.tokenizers
+        if args.text_table is not None:
+            overrides["text_table"] = args.text_table
         cfg = dataclasses.replace(preset.generator, **overrides)
         if args.minutes is not None:
             cfg = dataclasses.replace(cfg, minutes=args.minutes)
         path = train_generator(cfg)
+    elif args.stage == "text-table":
+        from .latents import save_text_table
+
+        path = save_text_table(args.text_table or "runs/text_table.npz")
     else:
         from .ship import ship
 
-        path = ship(args.out or preset.generator.out)
+        path = ship(args.out or preset.generator.out,
+                    *([Path(args.dest)] if args.dest is not None else []))
     print(path)
     return 0
 

@@ -1,13 +1,15 @@
 """Train the causal world transformer with flow matching on tokenizer latents.
 
 Teacher forcing with every frame a target: a window of T frames runs as T clean blocks plus
-T noisy blocks in one pass (see engine/model/world.py). Half the windows get slightly noised
-context frames (their level tells the model so), which makes rollouts on the model's own,
-imperfect frames more robust (GameNGen / DIAMOND noise augmentation).
+T noisy blocks in one pass (see engine/model/world.py). Context frames are sometimes slightly
+noised and, with the GPU preset, sometimes the model's own predictions (`own_context`), which
+makes rollouts on the model's own, imperfect frames more robust. On CUDA the passes run in
+bfloat16 autocast; all latents live on the device (`LatentBank`).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from pathlib import Path
 
@@ -16,108 +18,105 @@ import torch
 from tqdm import tqdm
 
 from engine.model.checkpoint import save_checkpoint
-from engine.model.text import TEXT_DIM
 from engine.model.video_ae import tensor_to_frames
 from engine.model.world import WorldModel, WorldModelConfig
 
+from .bank import LatentBank
 from .common import Budget, LossLog, pick_device
 from .generator_config import GeneratorTrainConfig
 from .latents import LatentEpisode, encode_dataset, load_tokenizers
 from .plots import image_grid, line_plot
 
-MAX_TEXT_MEMORY = 4
 
-
-def make_memory(model: WorldModel, batch: list[tuple[LatentEpisode, int]], window: int,
-                text_table: dict[str, np.ndarray]
+def make_memory(model: WorldModel, w: dict[str, torch.Tensor]
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Memory tokens for windows (episode, start): theme, reference image, last 4 prompts."""
-    cfg = model.config
-    b = len(batch)
-    theme = torch.tensor([ep.theme for ep, _ in batch])
-    text = torch.zeros(b, MAX_TEXT_MEMORY, TEXT_DIM)
-    image = torch.zeros(b, cfg.image_dim)
-    arrival = torch.zeros(b, 2 + MAX_TEXT_MEMORY, dtype=torch.long)
-    valid = torch.zeros(b, 2 + MAX_TEXT_MEMORY, dtype=torch.bool)
-    valid[:, 0] = True
-    for i, (ep, start) in enumerate(batch):
-        if ep.image is not None:
-            image[i] = ep.image.float()
-            valid[i, 1] = True
-        prompts = [(r, t) for r, t in zip(ep.prompt_rows, ep.prompt_texts, strict=True)
-                   if r < start + window][-MAX_TEXT_MEMORY:]
-        for j, (row, t) in enumerate(prompts):
-            text[i, j] = torch.from_numpy(text_table[t])
-            arrival[i, 2 + j] = row
-            valid[i, 2 + j] = True
-    return model.embed_memory(theme, text, image), arrival, valid
+    """Memory tokens of each window (theme, reference image, last sentences), their arrival
+    frames and validity, laid out as the runtime lays them out."""
+    b = w["theme"].shape[0]
+    memory = model.embed_memory(w["theme"], w["mem_text"], w["image"])
+    zeros = torch.zeros(b, 2, dtype=torch.long, device=memory.device)
+    arrival = torch.cat([zeros, w["mem_arrival"]], dim=1)
+    valid = torch.cat([torch.ones(b, 1, dtype=torch.bool, device=memory.device),
+                       w["has_image"][:, None], w["mem_valid"]], dim=1)
+    return memory, arrival, valid
 
 
-def sample_windows(episodes: list[LatentEpisode], n: int, window: int,
-                   rng: np.random.Generator) -> list[tuple[LatentEpisode, int]]:
-    out = []
-    for _ in range(n):
-        ep = episodes[int(rng.integers(len(episodes)))]
-        start = 0 if rng.random() < 0.05 else int(rng.integers(len(ep.video) - window + 1))
-        out.append((ep, start))
-    return out
+def _pair(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    return torch.cat([a, c], dim=1)
 
 
-def window_tensors(batch: list[tuple[LatentEpisode, int]], window: int,
-                   text_table: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    video, prev, audio, inputs, text, frame = [], [], [], [], [], []
-    for ep, s in batch:
-        z = ep.video[s:s + window].float()
-        p = ep.video[s - 1:s + window - 1].float() if s > 0 else torch.cat(
-            [torch.zeros_like(z[:1]), z[:-1]])
-        video.append(z)
-        prev.append(p)
-        audio.append(ep.audio[s:s + window])
-        inputs.append(ep.inputs[s:s + window])
-        t = torch.zeros(window, TEXT_DIM)
-        for r, txt in zip(ep.prompt_rows, ep.prompt_texts, strict=True):
-            if s <= r < s + window:
-                t[r - s] = torch.from_numpy(text_table[txt])
-        text.append(t)
-        frame.append(torch.arange(s, s + window))
-    out = {k: torch.stack(v) for k, v in (("video", video), ("prev", prev), ("audio", audio),
-                                          ("inputs", inputs), ("text", text), ("frame", frame))}
-    out["first"] = torch.tensor([s == 0 for _, s in batch])
-    return out
+@torch.no_grad()
+def own_context(model: WorldModel, w: dict[str, torch.Tensor], memory: torch.Tensor,
+                arrival: torch.Tensor, valid: torch.Tensor, rounds: int, steps: int
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model's own teacher-forced predictions of every frame in the window, `rounds` times
+    over: round r conditions on round r - 1's predictions, so errors compound as in a rollout.
 
-
-def flow_loss(model: WorldModel, batch: list[tuple[LatentEpisode, int]], window: int,
-              text_table: dict[str, np.ndarray], audio_weight: float, device: torch.device
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    w = {k: v.to(device) for k, v in window_tensors(batch, window, text_table).items()}
+    Training on these as context, with the true frames as targets, teaches the generator to pull
+    a drifting rollout back instead of amplifying its own mistakes (error recycling / rollout
+    training), at the cost of rounds * steps extra forward passes without gradients.
+    """
     b, t = w["frame"].shape
-    # Context noise augmentation on half the windows.
-    ctx_level = torch.ones(b, t, device=device)
-    aug = torch.rand(b, device=device) < 0.5
-    ctx_level[aug] = 0.9 + 0.1 * torch.rand(int(aug.sum()), t, device=device)
+    dev = w["video"].device
+    ones, noisy = torch.ones(b, t, device=dev), torch.ones(b, t, dtype=torch.bool, device=dev)
+    is_noisy = _pair(~noisy, noisy)
+    ctx_v, ctx_a = w["video"], w["audio"]
+    for _ in range(rounds):
+        prev = torch.cat([w["prev"][:, :1], ctx_v[:, :-1]], dim=1)
+        x, a = torch.randn_like(ctx_v), torch.randn_like(ctx_a)
+        for k in range(steps):
+            level = torch.full((b, t), k / steps, device=dev)
+            v_pred, a_pred = model(
+                _pair(ctx_v, x), _pair(prev, prev), _pair(ctx_a, a),
+                _pair(w["inputs"], w["inputs"]), _pair(w["text"], w["text"]),
+                _pair(ones, level), _pair(w["frame"], w["frame"]), is_noisy, memory, arrival,
+                valid)
+            x = x + v_pred[:, t:].float() / steps
+            a = a + a_pred[:, t:].float() / steps
+        ctx_v, ctx_a = x, a
+    return ctx_v, ctx_a
+
+
+def flow_loss(model: WorldModel, w: dict[str, torch.Tensor], audio_weight: float,
+              own_share: float = 0.0, own_rounds: int = 2, own_steps: int = 2
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Flow-matching loss over every frame of a batch of windows (teacher forcing).
+
+    Context frames are, per window, either the truth, the truth slightly noised (its level tells
+    the model so; GameNGen / DIAMOND augmentation), or with probability `own_share` the model's
+    own predictions (`own_context`). Targets are always the true frames.
+    """
+    b, t = w["frame"].shape
+    dev = w["video"].device
+    memory, arrival, valid = make_memory(model, w)
+    clean, clean_audio = w["video"], w["audio"]
+    own = torch.rand(b, device=dev) < own_share
+    if own.any():
+        sub = {k: v[own] for k, v in w.items()}
+        own_v, own_a = own_context(model, sub, memory[own], arrival[own], valid[own],
+                                   own_rounds, own_steps)
+        clean, clean_audio = clean.clone(), clean_audio.clone()
+        clean[own], clean_audio[own] = own_v.to(clean.dtype), own_a.to(clean_audio.dtype)
+    ctx_level = torch.ones(b, t, device=dev)
+    aug = (torch.rand(b, device=dev) < 0.5) & ~own
+    ctx_level[aug] = 0.9 + 0.1 * torch.rand(int(aug.sum()), t, device=dev)
     lv = ctx_level[..., None, None, None]
-    clean = lv * w["video"] + (1 - lv) * torch.randn_like(w["video"])
-    # The previous-frame input of block i is the (augmented) clean frame i-1.
-    prev_first = w["prev"][:, :1]
-    prev = torch.cat([prev_first, clean[:, :-1]], dim=1)
-    clean_audio = w["audio"]
-    # Noisy targets.
-    s = torch.rand(b, t, device=device)
+    clean = lv * clean + (1 - lv) * torch.randn_like(clean)
+    # The previous-frame input of block i is the context frame i - 1.
+    prev = torch.cat([w["prev"][:, :1], clean[:, :-1]], dim=1)
+    s = torch.rand(b, t, device=dev)
     eps_v, eps_a = torch.randn_like(w["video"]), torch.randn_like(w["audio"])
     sv = s[..., None, None, None]
     noisy = sv * w["video"] + (1 - sv) * eps_v
     noisy_audio = s[..., None] * w["audio"] + (1 - s[..., None]) * eps_a
-    cat = lambda a, c: torch.cat([a, c], dim=1)  # noqa: E731
-    memory, arrival, valid = make_memory(model, batch, window, text_table)
-    is_noisy = torch.cat([torch.zeros(b, t, dtype=torch.bool), torch.ones(b, t, dtype=torch.bool)],
-                         dim=1).to(device)
+    is_noisy = _pair(torch.zeros(b, t, dtype=torch.bool, device=dev),
+                     torch.ones(b, t, dtype=torch.bool, device=dev))
     v_pred, a_pred = model(
-        cat(clean, noisy), cat(prev, prev), cat(clean_audio, noisy_audio),
-        cat(w["inputs"], w["inputs"]), cat(w["text"], w["text"]), cat(ctx_level, s),
-        cat(w["frame"], w["frame"]), is_noisy, memory.to(device), arrival.to(device),
-        valid.to(device))
-    video_loss = ((v_pred[:, t:] - (w["video"] - eps_v)) ** 2).mean()
-    audio_loss = ((a_pred[:, t:] - (w["audio"] - eps_a)) ** 2).mean()
+        _pair(clean, noisy), _pair(prev, prev), _pair(clean_audio, noisy_audio),
+        _pair(w["inputs"], w["inputs"]), _pair(w["text"], w["text"]), _pair(ctx_level, s),
+        _pair(w["frame"], w["frame"]), is_noisy, memory, arrival, valid)
+    video_loss = ((v_pred[:, t:].float() - (w["video"] - eps_v)) ** 2).mean()
+    audio_loss = ((a_pred[:, t:].float() - (w["audio"] - eps_a)) ** 2).mean()
     return video_loss + audio_weight * audio_loss, video_loss, audio_loss
 
 
@@ -125,11 +124,12 @@ def train_generator(cfg: GeneratorTrainConfig) -> Path:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     device = pick_device(cfg.device)
-    episodes, text_table = encode_dataset(cfg.data, cfg.tokenizers, out / "latents.pt")
+    episodes, text_table = encode_dataset(cfg.data, cfg.tokenizers, out / "latents.pt",
+                                          device=device, text_table=cfg.text_table)
     video_ae, audio_ae = load_tokenizers(cfg.tokenizers)
     a_cfg = audio_ae.config
     model_cfg = WorldModelConfig(width=cfg.width, depth=cfg.depth, heads=cfg.heads,
-                                 context=cfg.window - 1,
+                                 context=cfg.context,
                                  latent_channels=video_ae.config.latent_channels,
                                  audio_dim=a_cfg.latent_dim)
     model = WorldModel(model_cfg).to(device)
@@ -141,20 +141,26 @@ def train_generator(cfg: GeneratorTrainConfig) -> Path:
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["opt"])
         step, spent = ckpt["step"], ckpt["spent"]
-    rng = np.random.default_rng(step)
+    gen = torch.Generator().manual_seed(step)
     budget = Budget(cfg.minutes, spent)
     log = LossLog(out / "loss.jsonl")
-    bar = tqdm(desc="generator", unit="step", initial=step)
+    bar = tqdm(desc="generator", unit="step", initial=step, mininterval=5)
     last_save = last_sample = budget.spent
     # Hold out the last episode for sample rollouts.
-    train_eps, sample_ep = episodes[:-1], episodes[-1]
+    bank = LatentBank.build(episodes[:-1], text_table, device, model_cfg.image_dim)
+    sample_ep = episodes[-1]
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     while not budget.done():
         frac = budget.spent / budget.seconds
         lr = cfg.lr * min(1.0, (step + 1) / 100) * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * frac)))
         for g in opt.param_groups:
             g["lr"] = lr
-        batch = sample_windows(train_eps, cfg.batch, cfg.window, rng)
-        loss, vl, al = flow_loss(model, batch, cfg.window, text_table, cfg.audio_weight, device)
+        w = bank.windows(bank.sample(cfg.batch, cfg.window, gen, cfg.first_frame_share),
+                         cfg.window)
+        with autocast:
+            own_share = cfg.own_share if frac >= cfg.own_start else 0.0
+            loss, vl, al = flow_loss(model, w, cfg.audio_weight, own_share, cfg.own_rounds,
+                                     cfg.own_steps)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -163,7 +169,7 @@ def train_generator(cfg: GeneratorTrainConfig) -> Path:
         bar.update()
         if step % 10 == 0:
             log.add(step, loss=loss.item(), video=vl.item(), audio=al.item(), lr=lr)
-            bar.set_postfix(video=f"{vl.item():.3f}", audio=f"{al.item():.3f}")
+            bar.set_postfix(video=f"{vl.item():.3f}", audio=f"{al.item():.3f}", refresh=False)
         if budget.spent - last_save > cfg.checkpoint_every_s or budget.done():
             last_save = budget.spent
             save_checkpoint(ckpt_path, model, {"opt": opt.state_dict(), "step": step,
@@ -184,7 +190,7 @@ def sample_rollout(path: Path, model: WorldModel, video_ae, ep: LatentEpisode,
     """Open-loop rollout from `context` true frames with the true inputs: truth row vs model."""
     from engine.runtime.rollout import LatentRollout
 
-    model.eval()
+    model = copy.deepcopy(model).float().cpu().eval()  # the rollout runs on the CPU
     roll = LatentRollout(model, ep.theme, ep.image, seed=0)
     for f in range(start - model.config.context, start):
         roll.observe(ep.video[f].float(), ep.audio[f], ep.inputs[f], f, _text(ep, f, text_table))
@@ -195,7 +201,6 @@ def sample_rollout(path: Path, model: WorldModel, video_ae, ep: LatentEpisode,
     truth = video_ae.decode(ep.video[start:start + horizon].float())
     gen = video_ae.decode(torch.stack(frames))
     image_grid(path, [tensor_to_frames(truth[::2]), tensor_to_frames(gen[::2])])
-    model.train()
 
 
 def _text(ep: LatentEpisode, f: int, table: dict[str, np.ndarray]) -> np.ndarray | None:

@@ -15,6 +15,7 @@ from engine.model.checkpoint import load_checkpoint
 from engine.model.inputs import input_features_from_labels
 from engine.model.text import TextEncoder
 from engine.model.video_ae import VideoAE, VideoAEConfig, frames_to_tensor, image_token
+from engine.sim.prompts import EVENT_NAMES, training_paraphrases
 from engine.sim.themes import THEME_NAMES
 
 
@@ -37,31 +38,63 @@ def load_tokenizers(folder: str | Path) -> tuple[VideoAE, AudioAE]:
     return video, audio
 
 
+def training_text_table() -> dict[str, np.ndarray]:
+    """Embeddings of every training paraphrase: all the text data generation can type."""
+    texts = sorted({t for event in EVENT_NAMES for t in training_paraphrases(event)})
+    return dict(zip(texts, TextEncoder().encode(texts), strict=True))
+
+
+def save_text_table(path: str | Path) -> Path:
+    """Write `training_text_table()` so a machine without the text encoder can train."""
+    table = training_text_table()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, texts=np.array(list(table)), vectors=np.stack(list(table.values())))
+    return path
+
+
+def load_text_table(path: str | Path) -> dict[str, np.ndarray]:
+    with np.load(path) as saved:
+        return dict(zip(saved["texts"].tolist(), saved["vectors"], strict=True))
+
+
 @torch.inference_mode()
-def encode_dataset(data: str | Path, tokenizers: str | Path, cache: Path
+def encode_dataset(data: str | Path, tokenizers: str | Path, cache: Path,
+                   device: torch.device | str = "cpu", text_table: str | Path | None = None
                    ) -> tuple[list[LatentEpisode], dict[str, np.ndarray]]:
+    """Latents of every episode (cached in `cache`), encoded on `device`, kept on the CPU.
+
+    Sentences are embedded with the text encoder, or looked up in a `save_text_table` file.
+    """
     if cache.exists():
         saved = torch.load(cache, weights_only=False)
         return saved["episodes"], saved["text"]
-    video_ae, audio_ae = load_tokenizers(tokenizers)
+    video_ae, audio_ae = (m.to(device) for m in load_tokenizers(tokenizers))
     reader = WindowReader(data, window=1)
     episodes = []
     texts: set[str] = set()
-    for e in tqdm(range(reader.episodes), desc="encode latents"):
+    for e in tqdm(range(reader.episodes), desc="encode latents", mininterval=5):
         ep = reader.episode(e)
-        z = torch.cat([video_ae.encode(frames_to_tensor(ep.frames[i:i + 64]))
-                       for i in range(0, len(ep.frames), 64)])
-        a = audio_ae.encode(int16_to_float(ep.audio))
+        z = torch.cat([video_ae.encode(frames_to_tensor(ep.frames[i:i + 256]).to(device)).cpu()
+                       for i in range(0, len(ep.frames), 256)])
+        a = audio_ae.encode(int16_to_float(ep.audio).to(device)).cpu()
         rows = [i for i, t in enumerate(ep.prompts) if t]
         texts.update(ep.prompts[i] for i in rows)
+        image = (image_token(video_ae, ep.reference).cpu() if ep.has_reference else None)
         episodes.append(LatentEpisode(
             video=z.half(), audio=a, inputs=torch.from_numpy(input_features_from_labels(ep.labels)),
             prompt_rows=rows, prompt_texts=[ep.prompts[i] for i in rows],
-            theme=THEME_NAMES.index(ep.theme),
-            image=image_token(video_ae, ep.reference) if ep.has_reference else None,
-            labels=ep.labels))
+            theme=THEME_NAMES.index(ep.theme), image=image, labels=ep.labels))
     ordered = sorted(texts)
-    table = dict(zip(ordered, TextEncoder().encode(ordered), strict=True))
+    if text_table is not None:
+        known = load_text_table(text_table)
+        missing = [t for t in ordered if t not in known]
+        if missing:
+            raise KeyError(f"{len(missing)} sentences are not in {text_table}, e.g. {missing[0]!r}"
+                           "; rebuild it with python -m engine.train text-table")
+        table = {t: known[t] for t in ordered}
+    else:
+        table = dict(zip(ordered, TextEncoder().encode(ordered), strict=True))
     cache.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"episodes": episodes, "text": table}, cache)
     return episodes, table

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import torch
 from tqdm import tqdm
 
 from engine.data.layout import finished_shards
+from engine.eval.metrics import pooled_psnr, sharpness_ratio
 from engine.model.audio_ae import AudioAE, AudioAEConfig, audio_loss, int16_to_float
 from engine.model.checkpoint import load_checkpoint, save_checkpoint
 from engine.model.video_ae import (
@@ -62,6 +65,35 @@ class FramePool:
         return np.stack([self.audio[s][r] for s, r in self._rows(n, rng)])
 
 
+class DevicePool:
+    """All frames (or audio rows) of a FramePool copied once into device memory (a GPU holds a
+    whole data set), so a batch is one random gather instead of thousands of page reads."""
+
+    def __init__(self, arrays: list[np.ndarray], device: torch.device):
+        self.data = torch.cat([torch.from_numpy(np.ascontiguousarray(a)) for a in arrays])
+        self.data = self.data.to(device)
+
+    def batch(self, n: int) -> torch.Tensor:
+        return self.data[torch.randint(len(self.data), (n,), device=self.data.device)]
+
+
+def frame_batches(pool: FramePool, cfg: TokenizerTrainConfig, device: torch.device,
+                  rng: np.random.Generator) -> Iterator[torch.Tensor]:
+    """Endless (B, 3, crop, crop) float batches on `device`."""
+    if device.type != "cuda":
+        while True:
+            yield frames_to_tensor(random_crops(pool.frame_batch(cfg.batch, rng), cfg.crop,
+                                                rng)).to(device)
+    frames = DevicePool(pool.frames, device)
+    size = frames.data.shape[1]
+    while True:
+        x = frames.batch(cfg.batch)
+        if cfg.crop < size:  # one offset per batch: the net is translation-equivariant anyway
+            y, z = (int(v) for v in rng.integers(0, size - cfg.crop + 1, 2))
+            x = x[:, y:y + cfg.crop, z:z + cfg.crop]
+        yield frames_to_tensor(x)
+
+
 def random_crops(frames: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
     h, w = frames.shape[1:3]
     out = np.empty((len(frames), size, size, 3), np.uint8)
@@ -91,25 +123,30 @@ def train_video_ae(cfg: TokenizerTrainConfig) -> Path:
         step, spent = ckpt["step"], ckpt["spent"]
     budget = Budget(cfg.minutes, spent)
     log = LossLog(out / "video_loss.jsonl")
-    bar = tqdm(desc="video AE", unit="step", initial=step)
+    bar = tqdm(desc="video AE", unit="step", initial=step, mininterval=5)
     last_save = budget.spent
+    batches = frame_batches(pool, cfg, device, rng)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     while not budget.done():
         frac = budget.spent / budget.seconds
         for g in opt.param_groups:  # cosine decay to 10%
             g["lr"] = cfg.lr * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * frac)))
-        x = frames_to_tensor(random_crops(pool.frame_batch(cfg.batch, rng), cfg.crop, rng))
-        x = x.to(device)
-        recon = model(x)
+        x = next(batches)
+        with autocast:
+            recon = model(x).float()
         mse = torch.mean((recon - x) ** 2)
         loss = mse + (recon - x).abs().mean()
         adv_on = cfg.adv_weight > 0 and frac >= cfg.adv_start
         if adv_on:
-            loss = loss - cfg.adv_weight * disc(recon).mean()
+            with autocast:
+                loss = loss - cfg.adv_weight * disc(recon).float().mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         if adv_on:  # hinge loss for the critic
-            d_loss = (torch.relu(1 - disc(x)).mean() + torch.relu(1 + disc(recon.detach())).mean())
+            with autocast:
+                d_loss = (torch.relu(1 - disc(x).float()).mean()
+                          + torch.relu(1 + disc(recon.detach()).float()).mean())
             dopt.zero_grad(set_to_none=True)
             d_loss.backward()
             dopt.step()
@@ -118,7 +155,7 @@ def train_video_ae(cfg: TokenizerTrainConfig) -> Path:
         if step % 20 == 0:
             psnr = -10 * torch.log10(mse).item()
             log.add(step, mse=mse.item(), psnr=psnr)
-            bar.set_postfix(psnr=f"{psnr:.2f}")
+            bar.set_postfix(psnr=f"{psnr:.2f}", refresh=False)
         if budget.spent - last_save > cfg.checkpoint_every_s or budget.done():
             last_save = budget.spent
             torch.save({"model": model.state_dict(), "disc": disc.state_dict(),
@@ -139,11 +176,17 @@ def train_video_ae(cfg: TokenizerTrainConfig) -> Path:
     final.load_state_dict(model.state_dict())
     final_path = out / "video_ae_final.pt"
     save_checkpoint(final_path, final, {"step": step}, half=True)
-    final = load_checkpoint(final_path, VideoAE, VideoAEConfig)
+    final = load_checkpoint(final_path, VideoAE, VideoAEConfig).to(device)
     with torch.inference_mode():
-        frames = pool.frame_batch(8, rng)
-        recon = tensor_to_frames(final(frames_to_tensor(frames)))
-    image_grid(out / "video_recon.png", [frames, recon])
+        frames = pool.frame_batch(256, rng)
+        recon = np.concatenate([tensor_to_frames(final(frames_to_tensor(frames[i:i + 64])
+                                                       .to(device)))
+                                for i in range(0, len(frames), 64)])
+    image_grid(out / "video_recon.png", [frames[:8], recon[:8]])
+    quality = {"steps": step, "psnr": round(pooled_psnr(recon, frames), 3),
+               "sharpness": round(sharpness_ratio(recon, frames), 4),
+               "adv_weight": cfg.adv_weight}
+    (out / "video_quality.json").write_text(json.dumps(quality))
     return final_path
 
 
@@ -164,10 +207,13 @@ def train_audio_ae(cfg: TokenizerTrainConfig) -> Path:
         step, spent = ckpt["step"], ckpt["spent"]
     budget = Budget(cfg.audio_minutes, spent)
     log = LossLog(out / "audio_loss.jsonl")
-    bar = tqdm(desc="audio AE", unit="step", initial=step)
+    bar = tqdm(desc="audio AE", unit="step", initial=step, mininterval=5)
     last_save = budget.spent
+    on_device = DevicePool(pool.audio, device) if device.type == "cuda" else None
     while not budget.done():
-        x = int16_to_float(pool.audio_batch(cfg.audio_batch, rng)).to(device)
+        rows = (on_device.batch(cfg.audio_batch) if on_device is not None
+                else pool.audio_batch(cfg.audio_batch, rng))
+        x = int16_to_float(rows).to(device)
         recon = model(x)
         loss = audio_loss(recon, x)
         opt.zero_grad(set_to_none=True)
@@ -178,7 +224,7 @@ def train_audio_ae(cfg: TokenizerTrainConfig) -> Path:
         if step % 20 == 0:
             mse = torch.mean((recon - x) ** 2).item()
             log.add(step, loss=loss.item(), mse=mse)
-            bar.set_postfix(loss=f"{loss.item():.4f}")
+            bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
         if budget.spent - last_save > cfg.checkpoint_every_s or budget.done():
             last_save = budget.spent
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,

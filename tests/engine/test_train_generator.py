@@ -7,63 +7,93 @@ import torch
 
 from engine.model.world import INPUT_FEATURES, WorldModel, WorldModelConfig
 from engine.sim.labels import empty_labels
-from engine.train.generator import flow_loss, make_memory, sample_windows, window_tensors
+from engine.train.bank import MAX_TEXT_MEMORY, LatentBank
+from engine.train.generator import flow_loss, make_memory, own_context
 from engine.train.latents import LatentEpisode
 from engine.train.plots import line_plot
 
 
-def episode(frames: int = 20, prompt_rows=(3, 12)) -> LatentEpisode:
-    g = torch.Generator().manual_seed(0)
+def episode(frames: int = 20, prompt_rows=(3, 12), seed: int = 0, image: bool = False
+            ) -> LatentEpisode:
+    g = torch.Generator().manual_seed(seed)
     return LatentEpisode(
         video=torch.randn(frames, 8, 16, 16, generator=g).half(),
         audio=torch.randn(frames, 32, generator=g),
         inputs=torch.zeros(frames, INPUT_FEATURES),
         prompt_rows=list(prompt_rows), prompt_texts=[f"text {r}" for r in prompt_rows],
-        theme=1, image=None, labels=empty_labels(frames))
+        theme=1, image=torch.ones(128) if image else None, labels=empty_labels(frames))
 
 
 def table() -> dict[str, np.ndarray]:
-    return {f"text {r}": np.full(384, r / 10, np.float32) for r in (3, 12)}
+    return {f"text {r}": np.full(384, r / 10, np.float32) for r in (3, 5, 7, 9, 12)}
 
 
-def test_memory_holds_only_prompts_typed_before_the_window_ends():
-    model = WorldModel(WorldModelConfig(width=32, depth=1, heads=2))
-    ep = episode()
-    _, arrival, valid = make_memory(model, [(ep, 0), (ep, 10)], window=5, text_table=table())
-    # window [0, 5): only the prompt at 3; window [10, 15): prompts at 3 and 12
-    assert valid[0].tolist() == [True, False, True, False, False, False]
-    assert arrival[0, 2] == 3
-    assert valid[1].tolist() == [True, False, True, True, False, False]
-    assert arrival[1, 2:4].tolist() == [3, 12]
+def small_model(context: int = 3) -> WorldModel:
+    return WorldModel(WorldModelConfig(width=32, depth=1, heads=2, context=context))
+
+
+def test_memory_holds_the_last_sentences_typed_before_the_window_ends():
+    bank = LatentBank.build([episode(), episode(prompt_rows=(3, 5, 7, 9, 12), seed=1)], table())
+    w = bank.windows(torch.tensor([0, 10, 20 + 10]), window=5)
+    # window [0, 5) of episode 0: only the prompt at 3
+    assert w["mem_valid"][0].sum() == 1 and 3 in w["mem_arrival"][0][w["mem_valid"][0]].tolist()
+    # window [10, 15) of episode 0: prompts at 3 and 12
+    assert sorted(w["mem_arrival"][1][w["mem_valid"][1]].tolist()) == [3, 12]
+    # episode 1 typed five sentences by frame 14: memory keeps the last MAX_TEXT_MEMORY
+    assert sorted(w["mem_arrival"][2][w["mem_valid"][2]].tolist()) == [5, 7, 9, 12]
+    assert MAX_TEXT_MEMORY == 4
+    row = w["mem_arrival"][2].tolist().index(12)
+    assert torch.allclose(w["mem_text"][2, row], torch.full((384,), 1.2))
+    memory, arrival, valid = make_memory(small_model(), w)
+    assert memory.shape == (3, 2 + MAX_TEXT_MEMORY, 32)
+    assert valid[:, 0].all() and not valid[:, 1].any()  # theme always, no reference image
 
 
 def test_windows_stay_inside_episodes_and_carry_fresh_text():
-    ep = episode()
-    rng = np.random.default_rng(0)
-    batch = sample_windows([ep], 50, 6, rng)
-    assert all(0 <= s <= 14 for _, s in batch)
-    w = window_tensors([(ep, 10)], 6, table())
+    short = episode(frames=12, prompt_rows=(3,), seed=1, image=True)
+    bank = LatentBank.build([episode(), short], table())
+    starts = bank.sample(200, 6, torch.Generator().manual_seed(0), first_frame_share=0.3)
+    ep = bank.episode[starts]
+    assert torch.all(bank.local[starts] + 6 <= bank.lengths[ep])
+    assert (bank.local[starts] == 0).float().mean() > 0.25  # cold starts are trained
+    w = bank.windows(torch.tensor([10, 20]), 6)
     assert w["frame"][0].tolist() == list(range(10, 16))
-    assert torch.equal(w["prev"][0, 0], ep.video[9].float())  # previous frame, not zeros
+    assert torch.equal(w["prev"][0, 0], bank.video[9].float())  # previous frame, not zeros
+    assert torch.equal(w["prev"][0, 1], w["video"][0, 0])
+    assert w["prev"][1, 0].abs().sum() == 0  # an episode's first frame has no previous one
     assert w["text"][0, 2].abs().sum() > 0 and w["text"][0, 1].abs().sum() == 0
+    assert w["has_image"].tolist() == [False, True]
 
 
-def test_flow_loss_trains():
+def test_own_context_predicts_every_frame_without_gradients():
     torch.manual_seed(0)
-    model = WorldModel(WorldModelConfig(width=32, depth=1, heads=2, context=3))
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    ep = episode()
-    rng = np.random.default_rng(0)
-    losses = []
-    for _ in range(15):
-        batch = sample_windows([ep], 4, 4, rng)
-        loss, video, audio = flow_loss(model, batch, 4, table(), 0.5, torch.device("cpu"))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    assert np.isfinite(losses).all()
-    assert np.mean(losses[-5:]) < np.mean(losses[:5])
+    model = small_model()
+    bank = LatentBank.build([episode()], table())
+    w = bank.windows(torch.tensor([2, 8]), 5)
+    memory, arrival, valid = make_memory(model, w)
+    video, audio = own_context(model, w, memory, arrival, valid, rounds=2, steps=2)
+    assert video.shape == w["video"].shape and audio.shape == w["audio"].shape
+    assert not video.requires_grad
+    assert not torch.allclose(video, w["video"])
+
+
+def test_flow_loss_trains_with_and_without_own_context():
+    for own_share in (0.0, 0.5):
+        torch.manual_seed(0)
+        model = small_model()
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+        bank = LatentBank.build([episode()], table())
+        gen = torch.Generator().manual_seed(0)
+        losses = []
+        for _ in range(15):
+            w = bank.windows(bank.sample(4, 4, gen), 4)
+            loss, video, audio = flow_loss(model, w, 0.5, own_share=own_share)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert np.isfinite(losses).all()
+        assert np.mean(losses[-5:]) < np.mean(losses[:5])
 
 
 def test_line_plot_writes_png(tmp_path):
