@@ -1,4 +1,10 @@
-"""Training presets: `cpu` fits this 2-core machine in about an hour; `gpu` is larger."""
+"""Training presets.
+
+`cpu` fits this 2-core machine in about an hour. `gpu` is the recipe for one short GPU lease
+(engine/train/gpu_recipe.sh: data, both tokenizers and the generator inside ~8 minutes); give it
+more `--minutes` where a GPU is yours for longer. Both train the same generator size: the
+shipped model must still generate faster than real time on one CPU thread.
+"""
 
 from __future__ import annotations
 
@@ -20,9 +26,14 @@ PRESETS: dict[str, Preset] = {
         GeneratorTrainConfig(minutes=50, batch=8, window=6, width=160, depth=6, heads=5),
     ),
     "gpu": Preset(
-        TokenizerTrainConfig(out="runs/tokenizers_gpu", minutes=60, batch=64, crop=128,
-                             adv_weight=0.05, audio_minutes=20, audio_batch=256),
+        TokenizerTrainConfig(data="data/wm_gpu", out="runs/tokenizers_gpu", minutes=2.5,
+                             batch=64, crop=128, lr=2e-3, adv_weight=0.05, adv_start=0.6,
+                             audio_minutes=2.5,
+                             audio_batch=512, checkpoint_every_s=60),
         GeneratorTrainConfig(out="runs/generator_gpu", tokenizers="runs/tokenizers_gpu",
-                             minutes=240, batch=64, window=16, width=384, depth=12, heads=6),
+                             data="data/wm_gpu", minutes=3.5, batch=256, window=8, context=5,
+                             width=160, depth=6, heads=5, lr=1e-3, own_share=0.5,
+                             first_frame_share=0.1, checkpoint_every_s=60,
+                             sample_every_s=1e9),
     ),
 }
