@@ -36,6 +36,7 @@ from engine.sim.constants import FPS, SAMPLE_RATE, SAMPLES_PER_FRAME
 from engine.sim.themes import THEME_NAMES
 
 from .events import Action, AudioIn, Event, EventError, Image, Prompt, parse_event
+from .openings import OPENINGS_FILE, Openings
 from .rollout import LatentRollout
 
 DEFAULT_WEIGHTS = Path(__file__).resolve().parent.parent / "weights"
@@ -63,10 +64,18 @@ class World:
     """Loaded weights (tokenizers + world transformer); start any number of sessions."""
 
     def __init__(self, video_ae: VideoAE, audio_ae: AudioAE, model: WorldModel,
-                 text_encoder: TextEncoder | None = None):
+                 text_encoder: TextEncoder | None = None, openings: Openings | None = None):
         self.video_ae, self.audio_ae, self.model = video_ae.eval(), audio_ae.eval(), model.eval()
         self.text = text_encoder or TextEncoder()
         self.resolution = 8 * model.config.latent_size
+        cfg = model.config
+        if openings is not None:
+            shape = tuple(next(iter(openings.video.values())).shape[2:])
+            if shape != (cfg.latent_channels, cfg.latent_size, cfg.latent_size):
+                raise ValueError(f"opening keyframes have latent shape {shape}, the model "
+                                 "expects another: rebuild them with python -m engine.train "
+                                 "openings")
+        self.openings = openings
 
     @classmethod
     def load(cls, weights_dir: str | Path | None = None, threads: int | None = None,
@@ -78,9 +87,11 @@ class World:
         missing = [f for f in WEIGHT_FILES if not (folder / f).exists()]
         if missing:
             raise FileNotFoundError(f"weights missing in {folder}: {missing}")
+        openings = folder / OPENINGS_FILE
         world = cls(load_checkpoint(folder / "video_ae.pt", VideoAE, VideoAEConfig),
                     load_checkpoint(folder / "audio_ae.pt", AudioAE, AudioAEConfig),
-                    load_checkpoint(folder / "world.pt", WorldModel, WorldModelConfig))
+                    load_checkpoint(folder / "world.pt", WorldModel, WorldModelConfig),
+                    openings=Openings.load(openings) if openings.exists() else None)
         if preload_text:
             world.text.encode(["warm up"])
         return world
@@ -90,8 +101,13 @@ class World:
         return sum(p.numel() for m in (self.video_ae, self.audio_ae, self.model)
                    for p in m.parameters())
 
-    def start(self, spec=None, *, seed: int = 0, theme: str = THEME_NAMES[0]) -> Session:
-        """Start a session from a WorldSpec (or a dict with seed/theme/reference_image)."""
+    def start(self, spec=None, *, seed: int = 0, theme: str = THEME_NAMES[0],
+              opening: bool = True) -> Session:
+        """Start a session from a WorldSpec (or a dict with seed/theme/reference_image).
+
+        With `opening` (and an openings file beside the weights) the session's history starts
+        with its theme's opening keyframes (engine/runtime/openings.py); frame 0 is generated.
+        """
         if spec is not None:
             get = spec.get if isinstance(spec, dict) else lambda k, d=None: getattr(spec, k, d)
             seed, theme = get("seed", seed), get("theme", theme)
@@ -103,6 +119,8 @@ class World:
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise EventError("seed must be an integer")
         session = Session(self, THEME_NAMES.index(theme), seed)
+        if opening and self.openings is not None:
+            session.open_from(*self.openings.pick(theme, seed))
         if reference is not None:
             session.push(Image(reference))
         return session
@@ -210,6 +228,13 @@ class Session:
             self.rollout.observe(z[i], a[i], input_features(0, 0, 0, 0, False, False),
                                  self.frame_index)
             self.frame_index += 1
+
+    @torch.inference_mode()
+    def open_from(self, video: torch.Tensor, audio: torch.Tensor) -> None:
+        """Known latents (n, C, S, S) and (n, A) become the history before frame 0."""
+        idle = input_features(0, 0, 0, 0, False, False)
+        for i in range(len(video)):
+            self.rollout.observe(video[i], audio[i], idle, i - len(video))
 
     def close(self) -> None:
         self.closed = True

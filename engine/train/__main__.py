@@ -1,4 +1,4 @@
-"""CLI: `python -m engine.train {video,audio,generator,ship,text-table} --preset {cpu,gpu}`.
+"""CLI: `python -m engine.train {video,audio,generator,ship,text-table,openings} --preset P`.
 
 Every stage resumes from its checkpoint under --out when re-run with the same arguments.
 """
@@ -17,7 +17,8 @@ from .presets import PRESETS
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.train")
-    parser.add_argument("stage", choices=("video", "audio", "generator", "ship", "text-table"))
+    parser.add_argument("stage", choices=("video", "audio", "generator", "ship", "text-table",
+                                          "openings"))
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
     parser.add_argument("--data", default=None, help="dataset root (python -m engine.data)")
     parser.add_argument("--out", default=None, help="run folder (checkpoints, plots)")
@@ -60,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.minutes is not None:
             cfg = dataclasses.replace(cfg, minutes=args.minutes)
         path = train_generator(cfg)
+    elif args.stage == "openings":
+        from .ship import WEIGHTS, write_openings
+
+        path = write_openings(Path(args.dest) if args.dest is not None else WEIGHTS)
     elif args.stage == "text-table":
         from .latents import save_text_table
 

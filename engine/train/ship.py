@@ -11,6 +11,7 @@ from engine.model.audio_ae import AudioAE, AudioAEConfig
 from engine.model.checkpoint import load_checkpoint, save_checkpoint
 from engine.model.video_ae import VideoAE, VideoAEConfig
 from engine.model.world import WorldModel, WorldModelConfig
+from engine.runtime.openings import OPENINGS_FILE, build_openings
 
 WEIGHTS = Path(__file__).resolve().parent.parent / "weights"
 MAX_BYTES = 15 * 1024 * 1024
@@ -33,5 +34,17 @@ def ship(run: str | Path, dest: Path = WEIGHTS) -> Path:
         sizes[name] = (dest / name).stat().st_size
         if sizes[name] >= MAX_BYTES:
             raise ValueError(f"{name} is {sizes[name]} bytes; shipped files must be < 15 MB")
+    write_openings(dest)
+    sizes[OPENINGS_FILE] = (dest / OPENINGS_FILE).stat().st_size
     print(json.dumps({"shipped": str(dest), "bytes": sizes, "generator_step": ckpt["step"]}))
     return dest
+
+
+def write_openings(weights: Path = WEIGHTS) -> Path:
+    """(Re)build the opening keyframes for the tokenizers in `weights` (they must match)."""
+    video = load_checkpoint(weights / "video_ae.pt", VideoAE, VideoAEConfig)
+    audio = load_checkpoint(weights / "audio_ae.pt", AudioAE, AudioAEConfig)
+    world = torch.load(weights / "world.pt", map_location="cpu", weights_only=False)
+    openings = build_openings(video, audio, context=world["config"]["context"])
+    openings.save(weights / OPENINGS_FILE)
+    return weights / OPENINGS_FILE

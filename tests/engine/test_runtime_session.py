@@ -138,3 +138,34 @@ def test_load_from_weights_folder_and_missing_weights(tmp_path):
     assert loaded.start({"seed": 1}).next_chunk().video.shape == (1, 128, 128, 3)
     with pytest.raises(FileNotFoundError, match="world.pt"):
         World.load(tmp_path / "nowhere")
+
+
+def test_sessions_open_from_their_themes_keyframes_when_the_weights_carry_them(tmp_path):
+    from engine.runtime.openings import Openings, build_openings
+
+    w = tiny_world()
+    openings = build_openings(w.video_ae, w.audio_ae, context=2, per_theme=2)
+    assert openings.video["frost_valley"].shape[:2] == (2, 2)
+    openings.save(tmp_path / "openings.pt")
+    loaded = Openings.load(tmp_path / "openings.pt")
+    assert torch.allclose(loaded.video["frost_valley"], openings.video["frost_valley"].half())
+    opened = World(w.video_ae, w.audio_ae, w.model, FakeText(), openings=loaded)
+    session = opened.start({"seed": 3, "theme": "frost_valley"})
+    assert session.rollout.cache.frames == [-2, -1]  # history before frame 0
+    assert session.frame_index == 0
+    assert session.next_chunk().pts.tolist() == [0.0]
+    other = opened.start({"seed": 4, "theme": "frost_valley"})  # the seed picks the spawn point
+    assert not torch.equal(other.rollout.prev, opened.start({"seed": 3,
+                                                             "theme": "frost_valley"}).rollout.prev)
+    assert opened.start({"seed": 3}, opening=False).rollout.cache.frames == []
+    assert w.start({"seed": 3}).rollout.cache.frames == []  # no openings file: empty history
+
+
+def test_openings_that_do_not_match_the_tokenizers_are_refused():
+    from engine.runtime.openings import Openings
+
+    w = tiny_world()
+    wrong = Openings({"frost_valley": torch.zeros(1, 2, 8, 8, 8)},
+                     {"frost_valley": torch.zeros(1, 2, 32)})
+    with pytest.raises(ValueError, match="rebuild"):
+        World(w.video_ae, w.audio_ae, w.model, FakeText(), openings=wrong)

@@ -1,0 +1,65 @@
+"""Opening keyframes: the few frames a session starts from, so its first picture is a world.
+
+The generator draws a frame from an empty history only as a patchwork of its 4x4 latent tiles
+(it has rarely been trained to), and a rollout keeps whatever it starts from. So a session
+opens the way GameNGen-style models do, from known context: `context` simulator frames of its
+theme, encoded once by the shipped tokenizers and stored beside the weights
+(`engine/weights/openings.pt`, written by `python -m engine.train openings`). The seed picks
+one of several spawn points per theme; everything after those frames is generated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine.model.audio_ae import AudioAE, int16_to_float
+from engine.model.video_ae import VideoAE, frames_to_tensor
+from engine.sim.themes import THEME_NAMES
+
+OPENINGS_FILE = "openings.pt"
+OPENING_SEED_BASE = 3_000_000  # simulator seeds of the spawn points (training never uses them)
+
+
+@dataclass
+class Openings:
+    video: dict[str, torch.Tensor]  # theme -> (K, context, C, S, S) normalised latents
+    audio: dict[str, torch.Tensor]  # theme -> (K, context, A)
+
+    def pick(self, theme: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The opening for a world seed: (context, C, S, S) video and (context, A) audio."""
+        k = seed % len(self.video[theme])
+        return self.video[theme][k].float(), self.audio[theme][k].float()
+
+    @classmethod
+    def load(cls, path: str | Path) -> Openings:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+        return cls(saved["video"], saved["audio"])
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        tmp = path.with_suffix(".tmp")
+        torch.save({"video": {k: v.half() for k, v in self.video.items()},
+                    "audio": {k: v.half() for k, v in self.audio.items()}}, tmp)
+        tmp.replace(path)
+
+
+@torch.inference_mode()
+def build_openings(video_ae: VideoAE, audio_ae: AudioAE, context: int, per_theme: int = 8,
+                   resolution: int = 128) -> Openings:
+    """Render `per_theme` spawn points of every theme (idle player) and encode them."""
+    from engine.sim import FrameInputs, SimWorld, WorldSpec
+
+    video, audio = {}, {}
+    for t, theme in enumerate(THEME_NAMES):
+        zs, als = [], []
+        for k in range(per_theme):
+            world = SimWorld(WorldSpec(OPENING_SEED_BASE + 100 * t + k, theme, resolution))
+            steps = [world.step(FrameInputs()) for _ in range(context)]
+            zs.append(video_ae.encode(frames_to_tensor(np.stack([s.rgb for s in steps]))))
+            als.append(audio_ae.encode(int16_to_float(np.stack([s.audio for s in steps]))))
+        video[theme], audio[theme] = torch.stack(zs), torch.stack(als)
+    return Openings(video, audio)
