@@ -1,4 +1,6 @@
-"""CLI: `python -m engine.train {video,audio,generator,ship,text-table,openings} --preset P`.
+"""CLI: `python -m engine.train STAGE --preset {cpu,gpu}`; STAGE is video, audio, generator,
+ship, text-table (sentence embeddings for a machine without the text encoder), openings
+(keyframes sessions start from) or sampler-steps (the shipped generator's default).
 
 Every stage resumes from its checkpoint under --out when re-run with the same arguments.
 """
@@ -18,7 +20,7 @@ from .presets import PRESETS
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.train")
     parser.add_argument("stage", choices=("video", "audio", "generator", "ship", "text-table",
-                                          "openings"))
+                                          "openings", "sampler-steps"))
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
     parser.add_argument("--data", default=None, help="dataset root (python -m engine.data)")
     parser.add_argument("--out", default=None, help="run folder (checkpoints, plots)")
@@ -26,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=None, help="wall-clock budget")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--dest", default=None, help="ship: where to write (engine/weights)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="sampler-steps: the generator's default Euler steps per frame")
     parser.add_argument("--device", default=None, help="auto (CUDA when there is one), cpu, cuda")
     parser.add_argument("--adv-weight", type=float, default=None,
                         help="video stage: patch-discriminator weight (0 turns it off)")
@@ -61,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.minutes is not None:
             cfg = dataclasses.replace(cfg, minutes=args.minutes)
         path = train_generator(cfg)
+    elif args.stage == "sampler-steps":
+        from .ship import WEIGHTS, set_sampler_steps
+
+        if args.steps is None:
+            parser.error("sampler-steps needs --steps N")
+        path = set_sampler_steps(args.steps, Path(args.dest) if args.dest else WEIGHTS)
     elif args.stage == "openings":
         from .ship import WEIGHTS, write_openings
 

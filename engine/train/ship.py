@@ -40,6 +40,19 @@ def ship(run: str | Path, dest: Path = WEIGHTS) -> Path:
     return dest
 
 
+def set_sampler_steps(steps: int, weights: Path = WEIGHTS) -> Path:
+    """Change the shipped generator's default sampler steps (a run-time knob, not trained)."""
+    if steps < 1:
+        raise ValueError("sampler steps must be >= 1")
+    path = weights / "world.pt"
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    ckpt["config"]["sampler_steps"] = steps
+    tmp = path.with_suffix(".tmp")
+    torch.save(ckpt, tmp)
+    tmp.replace(path)
+    return path
+
+
 def write_openings(weights: Path = WEIGHTS) -> Path:
     """(Re)build the opening keyframes for the tokenizers in `weights` (they must match)."""
     video = load_checkpoint(weights / "video_ae.pt", VideoAE, VideoAEConfig)
