@@ -11,11 +11,13 @@ import logging
 import time
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from sessions import selectors, services
+from sessions.images import shrink_to_png
 from sessions.models import PlaySession
 from sessions.protocol import ProtocolError, parse_ws_message
 from sessions.worker.peer import TokenBucket
@@ -154,7 +156,8 @@ class PlayConsumer(AsyncWebsocketConsumer):
             await self._send({"type": "status", "state": "starting"})
             await self.channel_layer.send(START_CHANNEL, {
                 "type": "engine.start", "session_id": self.session_id,
-                "allowed_seconds": session.allowed_seconds, "spec": _world_spec(session),
+                "allowed_seconds": session.allowed_seconds,
+                "spec": await sync_to_async(_world_spec)(session),
             })
         elif _embedded_engine_loading():
             self.engine_requested_at = now  # loading the model is not a missing engine
@@ -229,12 +232,20 @@ def _embedded_engine_loading() -> bool:
     return embedded_worker_loading()
 
 
+def _reference_png(world) -> bytes | None:
+    if not world.reference_image:
+        return None
+    with world.reference_image.open("rb") as source:
+        return shrink_to_png(source)[0]
+
+
 def _world_spec(session: PlaySession) -> dict[str, Any]:
     world = session.world
     return {
         "seed": world.seed,
         "theme": world.theme,
         "initial_prompt": world.initial_prompt,
-        "reference_image": world.reference_image.path if world.reference_image else None,
+        # bytes, not a path: the worker may be on a machine without this storage
+        "reference_png": _reference_png(world),
         "world": world.slug,
     }

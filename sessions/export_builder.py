@@ -120,7 +120,11 @@ def replay_inputs(
         if event.get("kind") == "image":
             continue  # pictures are logged by shape only; the spec's reference image stays
         by_frame.setdefault(int(entry["frame"]), []).append(event)
-    session = open_session(recording.meta["spec"])
+    spec = dict(recording.meta["spec"])
+    picture = spec.pop("reference_file", None)
+    if picture:
+        spec["reference_png"] = (recording.folder / picture).read_bytes()
+    session = open_session(spec)
     frames: list[np.ndarray] = []
     audio: list[np.ndarray] = []
     while len(frames) < frames_total:

@@ -1,4 +1,3 @@
-import io
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -10,15 +9,13 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from PIL import Image
 
 from gallery import selectors as gallery_selectors
 from gallery.validators import validate_reference_image
 from sessions import export_services, selectors, services
+from sessions.images import shrink_to_png
 from sessions.models import SessionExport
 from sessions.services import Decision
-
-REFERENCE_SIDE = 128  # the engine reads a palette from the picture: more pixels add nothing
 
 
 @login_required
@@ -65,20 +62,12 @@ def play_image(request: HttpRequest, session_id) -> JsonResponse:
         validate_reference_image(upload)
     except ValidationError as error:
         return JsonResponse({"error": error.messages[0]}, status=400)
-    with Image.open(upload) as picture:
-        picture = picture.convert("RGB")
-        picture.thumbnail((REFERENCE_SIDE, REFERENCE_SIDE))
-        buffer = io.BytesIO()
-        picture.save(buffer, format="PNG")
+    png, width, height = shrink_to_png(upload)
     async_to_sync(get_channel_layer().send)(
         session.worker_channel,
-        {
-            "type": "engine.image",
-            "session_id": str(session.pk),
-            "png": buffer.getvalue(),
-        },
+        {"type": "engine.image", "session_id": str(session.pk), "png": png},
     )
-    return JsonResponse({"ok": True, "width": picture.width, "height": picture.height})
+    return JsonResponse({"ok": True, "width": width, "height": height})
 
 
 DEFAULT_PROMPTS = [

@@ -7,6 +7,7 @@ from django.conf import settings
 
 from engine.runtime.session import World
 from engine.sim.constants import FPS, SAMPLES_PER_FRAME
+from sessions.images import decode_png
 
 _lock = threading.Lock()
 _world: World | None = None
@@ -29,7 +30,7 @@ def open_engine_session(spec: dict[str, Any]):
     session = world.start({
         "seed": int(spec["seed"]),
         "theme": spec["theme"],
-        "reference_image": spec.get("reference_image"),
+        "reference_image": decode_png(spec["reference_png"]) if spec.get("reference_png") else None,
     })
     if spec.get("initial_prompt"):
         session.push({"kind": "prompt", "text": spec["initial_prompt"]})

@@ -5,6 +5,7 @@ Layout under the session's folder:
     av.mp4        H.264 + AAC, fragmented (frag_keyframe+empty_moov): every finished
                   fragment stays playable even if the worker dies mid-session
     meta.json     world spec, fps, resolution; rewritten with the end reason when it closes
+    reference.png the world's reference picture, when it has one (re-renders need it)
 Export jobs read these files later; nothing here imports Django.
 """
 
@@ -19,6 +20,7 @@ import av
 import numpy as np
 
 AUDIO_RATE = 16_000
+REFERENCE_FILE = "reference.png"
 KEYFRAME_INTERVAL = 20  # one fragment a second at 20 fps: at most a second is lost in a crash
 
 
@@ -29,6 +31,11 @@ class SessionRecorder:
         folder.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._inputs = (folder / "inputs.jsonl").open("a", encoding="utf-8")
+        spec = dict(spec)
+        picture = spec.pop("reference_png", None)
+        if picture:  # the world's reference picture, kept beside the recording for re-renders
+            (folder / REFERENCE_FILE).write_bytes(picture)
+            spec["reference_file"] = REFERENCE_FILE
         self._meta: dict[str, Any] = {
             "spec": spec,
             "fps": fps,

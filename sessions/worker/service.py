@@ -9,7 +9,6 @@ hearing heartbeats fails the session: that is how a dead worker is noticed.
 """
 
 import asyncio
-import io
 import logging
 import time
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from sessions.images import decode_png
 from sessions.worker.media import LatestFrames
 from sessions.worker.peer import PlayPeer
 from sessions.worker.recorder import SessionRecorder
@@ -150,7 +150,7 @@ class EngineWorker:
                 elif kind == "engine.detach" and session_id in self.sessions:
                     self.sessions[session_id].detached_at = time.monotonic()
                 elif kind == "engine.image":
-                    self._push(session_id, {"kind": "image", "image": _decode_png(message["png"])})
+                    self._push(session_id, {"kind": "image", "image": decode_png(message["png"])})
                 else:
                     logger.warning("worker ignored message of type %r", kind)
             except Exception:
@@ -312,13 +312,6 @@ class EngineWorker:
     async def _report(self, session_id: str, message: dict[str, Any]) -> None:
         if session_id:
             await self.layer.group_send(session_group(session_id), message)
-
-
-def _decode_png(data: bytes) -> np.ndarray:
-    from PIL import Image
-
-    with Image.open(io.BytesIO(data)) as picture:
-        return np.asarray(picture.convert("RGB"), dtype=np.uint8)
 
 
 def _median(values) -> float | None:

@@ -69,11 +69,15 @@ async def test_worker_claims_answers_errors_and_stops(worker_setup):
                 "type": "engine.start",
                 "session_id": "s1",
                 "allowed_seconds": 60,
-                "spec": {"seed": 1, "theme": "misty_coast"},
+                "spec": {"seed": 1, "theme": "misty_coast", "reference_png": b"\x89PNG..."},
             },
         )
         accepted = await _next(layer, page, "engine.accepted")
         assert accepted["worker"] == "w" and list(worker.sessions) == ["s1"]
+        # the picture is recorded beside the session (the JSON metadata names the file)
+        assert (worker.config.recordings_root / "s1" / "reference.png").read_bytes() == (
+            b"\x89PNG..."
+        )
 
         reply = await layer.new_channel()
         await layer.send(

@@ -1,6 +1,7 @@
 """PlayConsumer over a real channel layer: auth, ownership, queueing, bad messages, failures."""
 
 import asyncio
+import io
 import json
 
 import pytest
@@ -9,8 +10,11 @@ from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
+from django.core.files.base import ContentFile
+from PIL import Image
 
 from sessions import services
+from sessions.images import decode_png
 from sessions.models import PlaySession
 from sessions.routing import websocket_urlpatterns
 from sessions.worker.service import START_CHANNEL, session_group
@@ -95,6 +99,27 @@ async def test_queued_player_sees_position_then_is_admitted_when_a_slot_frees(wo
     assert request["session_id"] == str(waiting.session.pk)
     assert request["spec"]["theme"] == world.theme
     await communicator.disconnect()
+
+
+async def test_the_worlds_reference_picture_travels_as_small_png_bytes(world_and_players):
+    world, player, _ = await database_sync_to_async(_with_reference_picture)(world_and_players)
+    reservation = await _reserve(player, world)
+    communicator = await _connect(player, reservation.session.pk)
+    assert (await communicator.connect())[0]
+    request = await _drain_start_channel()
+    spec = request["spec"]
+    assert "reference_image" not in spec  # no file path: a worker may not share this storage
+    picture = decode_png(spec["reference_png"])
+    assert picture.shape == (64, 128, 3) and tuple(picture[0, 0]) == (30, 90, 200)
+    await communicator.disconnect()
+
+
+def _with_reference_picture(world_and_players):
+    world = world_and_players[0]
+    buffer = io.BytesIO()
+    Image.new("RGB", (640, 320), (30, 90, 200)).save(buffer, format="PNG")
+    world.reference_image.save("sky.png", ContentFile(buffer.getvalue()))
+    return world_and_players
 
 
 async def test_engine_handshake_relays_sdp_and_marks_live(world_and_players):
