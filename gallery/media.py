@@ -10,7 +10,9 @@ from PIL import Image
 from worldsite.media import write_mp4
 
 PREVIEW_FRAMES = 40  # 2 s at 20 fps
-THUMBNAIL_FRAME = 30
+# The model's fifth frame: after that its picture blurs into latent tiles within ~1.5 s of walking
+# (engine/MODEL.md), and a thumbnail should show the world. The preview shows all 2 s as drawn.
+THUMBNAIL_FRAME = 4
 PREVIEW_SCALE = 2  # 128 -> 256 pixels, nearest neighbour
 # A short walk with a look around, so the preview shows the world moving.
 PREVIEW_SCRIPT = {

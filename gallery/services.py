@@ -8,6 +8,7 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models import F
 
+from gallery import selectors
 from gallery.models import MediaStatus, World
 
 logger = logging.getLogger(__name__)
@@ -39,12 +40,7 @@ def world_media_render(*, world_id: int, version: int) -> str:
     World.objects.filter(pk=world_id, media_version=version).update(
         media_status=MediaStatus.RENDERING
     )
-    spec = {
-        "seed": world.seed,
-        "theme": world.theme,
-        "initial_prompt": world.initial_prompt,
-        "reference_image": world.reference_image.path if world.reference_image else None,
-    }
+    spec = selectors.world_engine_spec(world)
     with tempfile.TemporaryDirectory() as workdir:
         media = render_world_media(spec, Path(workdir))
 

@@ -16,8 +16,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from gallery import selectors as gallery_selectors
 from sessions import selectors, services
-from sessions.images import shrink_to_png
 from sessions.models import PlaySession
 from sessions.protocol import ProtocolError, parse_ws_message
 from sessions.worker.peer import TokenBucket
@@ -232,20 +232,5 @@ def _embedded_engine_loading() -> bool:
     return embedded_worker_loading()
 
 
-def _reference_png(world) -> bytes | None:
-    if not world.reference_image:
-        return None
-    with world.reference_image.open("rb") as source:
-        return shrink_to_png(source)[0]
-
-
 def _world_spec(session: PlaySession) -> dict[str, Any]:
-    world = session.world
-    return {
-        "seed": world.seed,
-        "theme": world.theme,
-        "initial_prompt": world.initial_prompt,
-        # bytes, not a path: the worker may be on a machine without this storage
-        "reference_png": _reference_png(world),
-        "world": world.slug,
-    }
+    return {**gallery_selectors.world_engine_spec(session.world), "world": session.world.slug}

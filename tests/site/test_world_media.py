@@ -103,3 +103,28 @@ def test_admin_regenerate_action(media_on, client, admin_user, django_capture_on
     world.refresh_from_db()
     assert world.media_status == MediaStatus.READY
     assert world.thumbnail.size > 1000
+
+
+def test_the_reference_picture_reaches_the_model_as_small_png_bytes(monkeypatch):
+    import io
+
+    from django.core.files.base import ContentFile
+
+    from sessions.images import decode_png
+
+    world = WorldFactory()
+    buffer = io.BytesIO()
+    Image.new("RGB", (400, 200), (10, 120, 30)).save(buffer, format="PNG")
+    world.reference_image.save("meadow.png", ContentFile(buffer.getvalue()))
+    seen = {}
+
+    def capture(spec, workdir):
+        seen.update(spec)
+        raise RuntimeError("captured")
+
+    monkeypatch.setattr("gallery.media.render_world_media", capture)
+    with pytest.raises(RuntimeError, match="captured"):
+        services.world_media_render(world_id=world.pk, version=world.media_version)
+    assert "reference_image" not in seen  # no path: a Celery worker may not share this storage
+    picture = decode_png(seen["reference_png"])
+    assert picture.shape == (64, 128, 3) and tuple(picture[0, 0]) == (10, 120, 30)
