@@ -115,6 +115,14 @@ def build_audio_bank(theme: Theme, rng: np.random.Generator) -> AudioBank:
     return AudioBank(loops, grains)
 
 
+STRONG_WIND = 0.6  # wind-bed gain from which the eval counts wind as an audible event
+
+
+def wind_gain(theme_wind: float, weather: str) -> float:
+    """The wind bed's gain: the theme's, raised by snow and rain."""
+    return theme_wind * (1.6 if weather == "snow" else 1.2 if weather == "rain" else 1.0)
+
+
 @dataclass
 class AudioGains:
     ambient: float = 1.0
@@ -127,9 +135,11 @@ class AudioGains:
 class AudioMixer:
     bank: AudioBank
     voices: list[list] = field(default_factory=list)  # [grain, next sample]
+    started: list[str] = field(default_factory=list)  # grains triggered since the last mix
 
     def trigger(self, grain: str) -> None:
         self.voices.append([self.bank.grains[grain], 0])
+        self.started.append(grain)
 
     def mix(self, frame_index: int, gains: AudioGains) -> np.ndarray:
         start = (frame_index % LOOP_FRAMES) * SAMPLES_PER_FRAME
@@ -149,4 +159,5 @@ class AudioMixer:
             if voice[1] < grain.size:
                 alive.append(voice)
         self.voices = alive
+        self.started = []
         return (np.clip(out, -1.0, 1.0) * 32767).astype(np.int16)

@@ -28,6 +28,7 @@ LABEL_DTYPE = np.dtype([
     ("event", np.int16),  # EVENT_NAMES index of a prompt event fired this frame, -1 none
     ("step_onset", np.bool_),  # a footstep starts at this frame's first audio sample
     ("step_surface", np.uint8),  # SURFACES index under the player
+    ("call_onset", np.bool_),  # a creature call starts at this frame's first audio sample
     ("audio_loudness", np.float32),  # audio-input feature in effect this frame
     ("audio_onset", np.bool_),
     ("image_event", np.bool_),  # a reference image arrived this frame

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import constants as C
-from .audio import AudioGains, AudioMixer, build_audio_bank
+from .audio import AudioGains, AudioMixer, build_audio_bank, wind_gain
 from .creature import Creature, CreatureState, wrapped_delta
 from .fire import ASH_RGB, FLAME_RGB, FireField
 from .labels import LABEL_DTYPE
@@ -343,8 +343,9 @@ class SimWorld:
         surface = self._surface()
         if stepped:
             self.mixer.trigger("step_" + ("sand" if surface == "sand" else surface))
+        called = any(grain.startswith("call_") for grain in self.mixer.started)
         audio = self.mixer.mix(self.frame_index, self._audio_gains())
-        labels = self._labels(inputs, events, drawn, stepped, surface)
+        labels = self._labels(inputs, events, drawn, stepped, surface, called)
         self.frame_index += 1
         return SimFrame(rgb, audio, labels, tuple(events))
 
@@ -436,16 +437,14 @@ class SimWorld:
 
     def _audio_gains(self) -> AudioGains:
         theme = self.base_theme
-        wind = theme.wind * (1.6 if self.weather == "snow" else 1.2 if self.weather == "rain"
-                             else 1.0)
         return AudioGains(
             ambient=0.5 if self.time_of_day == "night" else 1.0,
-            wind=wind,
+            wind=wind_gain(theme.wind, self.weather),
             rain=1.0 if self.weather == "rain" else 0.0,
             fire=float(min(1.0, self.fire_near / 8.0)),
         )
 
-    def _labels(self, inputs, events, drawn, stepped, surface) -> np.void:
+    def _labels(self, inputs, events, drawn, stepped, surface, called) -> np.void:
         objects_present = objects_in_view = 0
         for i, obj in enumerate(self.objects):
             bit = 1 << C.OBJECT_KINDS.index(obj.kind)
@@ -463,7 +462,7 @@ class SimWorld:
             CREATURE_KEY in drawn, self.creature.distance_to(self.x, self.y),
             C.COMPANION_LOOKS.index(s.look), self.theme_id,
             EVENT_IDS[events[0]] if events else -1,
-            stepped, C.SURFACES.index(surface), self.loudness, self.onset,
+            stepped, C.SURFACES.index(surface), called, self.loudness, self.onset,
             inputs.image is not None,
             self.x, self.y, self.yaw, self.pitch, self.frame_index,
         )

@@ -60,3 +60,15 @@ def test_themes_have_distinct_ambient_beds():
     beds = [build_audio_bank(get_theme(name), np.random.default_rng(0)).loops["ambient"]
             for name in ("ember_forest", "neon_night")]
     assert abs(_centroid(beds[0]) - _centroid(beds[1])) > 20
+
+
+def test_a_creature_call_is_labelled_at_the_frame_it_starts():
+    from engine.sim.prompts import training_paraphrases
+
+    world = SimWorld(WorldSpec(seed=11, theme="ember_forest"))
+    before = [world.step() for _ in range(3)]
+    gift = world.step(FrameInputs(prompts=(training_paraphrases("gift_leaf")[0],)))
+    after = world.step()
+    assert not any(f.labels["call_onset"] for f in before)
+    assert gift.labels["call_onset"] and not after.labels["call_onset"]
+    assert np.abs(gift.audio.astype(float)).mean() > np.abs(before[-1].audio.astype(float)).mean()
