@@ -31,6 +31,7 @@ from . import metrics as M
 from .classifiers import (
     ACTIONS,
     AUDIO_EVENTS,
+    JUDGES_VERSION,
     STATE_HEADS,
     Judges,
     action_class,
@@ -95,6 +96,17 @@ def prompt_episode(index: int, event: str, text: str, context: int, after: int) 
     seed = HELDOUT_SEED_BASE + 500 + index
     inputs = [FrameInputs() for _ in range(context + after)]
     inputs[context] = FrameInputs(prompts=(text,))
+    return SimEpisode(WorldSpec(seed, THEME_NAMES[index % len(THEME_NAMES)]), inputs).simulate()
+
+
+TURN_FRAMES = 105  # LEFT turns 0.06 rad a frame: 105 frames = 360 degrees and 1 more
+
+
+def turn_episode(index: int, context: int) -> SimEpisode:
+    """Stand still for the context and one more frame, turn a full circle in place, stand."""
+    seed = HELDOUT_SEED_BASE + 700 + index
+    inputs = [FrameInputs() for _ in range(context + 1)]
+    inputs += [FrameInputs.hold("LEFT") for _ in range(TURN_FRAMES)] + [FrameInputs()]
     return SimEpisode(WorldSpec(seed, THEME_NAMES[index % len(THEME_NAMES)]), inputs).simulate()
 
 
@@ -168,7 +180,7 @@ class Roller:
 # -- judges ------------------------------------------------------------------------------------
 def get_judges(cache: Path = CACHE, episodes: int = 24, frames: int = 200,
                log=print) -> Judges:
-    path = cache / "judges.pt"
+    path = cache / f"judges_v{JUDGES_VERSION}.pt"
     if path.exists():
         return load_judges(path)
     log("training the eval judges on sim data (once; cached in artifacts/eval_cache)")
@@ -290,6 +302,7 @@ def _evaluate(world: World, judges: Judges, episodes: list[SimEpisode] | None,
     out["audio_event_acc"] = _mean_present(gen_acc)
     out["audio_event_acc_sim"] = _mean_present(sim_acc)
     out["audio_event_acc_by_class"] = dict(zip(AUDIO_EVENTS, gen_acc, strict=True))
+    out["audio_event_acc_sim_by_class"] = dict(zip(AUDIO_EVENTS, sim_acc, strict=True))
     out["av_sync_ms"] = float(np.median(offsets)) if offsets else None
     out["av_sync_pairs"] = len(offsets)
     # Control for av_sync: if onsets are as common on non-step frames, the sync is meaningless.
@@ -314,6 +327,19 @@ def _evaluate(world: World, judges: Judges, episodes: list[SimEpisode] | None,
     out["prompt_following"] = hits / n_prompts
     out["prompt_following_judge_on_sim"] = sim_hits / n_prompts
     out["prompt_following_by_event"] = {k: float(np.mean(v)) for k, v in per_event.items()}
+
+    # Loop closure: the view before and after a full turn in place (the world must not forget
+    # what is behind the player). The simulator's own score is the ceiling (a creature or a
+    # flame may have moved meanwhile).
+    log("loop closure: a full turn in place")
+    closure, closure_sim = [], []
+    for i in range(4):
+        ep = turn_episode(i, ctx)
+        frames, _ = roller.rollout(ep, ctx, len(ep.inputs) - ctx)
+        closure.append(M.pooled_psnr(frames[-1:], frames[:1]))
+        closure_sim.append(M.pooled_psnr(ep.frames[-1:], ep.frames[ctx:ctx + 1]))
+    out["loop_closure_psnr"] = float(np.mean(closure))
+    out["loop_closure_psnr_sim"] = float(np.mean(closure_sim))
 
     # Memory: the creature's mood 20 s after a leaf or a dragon.
     log("memory: creature reaction 20 s after a gift")

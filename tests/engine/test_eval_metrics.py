@@ -89,5 +89,9 @@ def test_action_classes_and_audio_targets_from_labels():
     assert names == ["idle", "forward", "turn_left", "strafe_right", "turn_right"]
     labels["step_onset"] = [0, 1, 0, 0, 0]
     labels["weather"] = [1, 1, 0, 0, 0]
+    labels["theme"] = [4, 4, 0, 0, 4]  # misty_coast (wind 0.8), ember_forest (0.3)
+    labels["call_onset"] = [0, 0, 1, 0, 0]
     t = audio_targets(labels)
     assert t[:, 0].tolist() == [0, 1, 1, 0, 0] and t[:, 1].tolist() == [1, 1, 0, 0, 0]
+    assert t[:, 3].tolist() == [1, 1, 0, 0, 1]  # strong wind: misty coast, not ember forest
+    assert t[:, 4].tolist() == [0, 0, 1, 1, 1]  # a call sounds for a few frames
