@@ -23,6 +23,11 @@ def save_checkpoint(path: str | Path, model: nn.Module, extra: dict[str, Any] | 
     if half:
         state = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
     payload = {"config": dataclasses.asdict(model.config), "model": state, **(extra or {})}
+    atomic_save(payload, path)
+
+
+def atomic_save(payload: Any, path: str | Path) -> None:
+    """torch.save to a temporary file, then rename: a killed process never leaves a torn file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")

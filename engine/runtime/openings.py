@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from engine.model.audio_ae import AudioAE, int16_to_float
+from engine.model.checkpoint import atomic_save
 from engine.model.video_ae import VideoAE, frames_to_tensor
 from engine.sim.themes import THEME_NAMES
 
@@ -40,11 +41,8 @@ class Openings:
         return cls(saved["video"], saved["audio"])
 
     def save(self, path: str | Path) -> None:
-        path = Path(path)
-        tmp = path.with_suffix(".tmp")
-        torch.save({"video": {k: v.half() for k, v in self.video.items()},
-                    "audio": {k: v.half() for k, v in self.audio.items()}}, tmp)
-        tmp.replace(path)
+        atomic_save({"video": {k: v.half() for k, v in self.video.items()},
+                     "audio": {k: v.half() for k, v in self.audio.items()}}, path)
 
 
 @torch.inference_mode()

@@ -1,12 +1,16 @@
-"""Shared training plumbing: devices, threads, a wall-clock budget, loss logs."""
+"""Shared training plumbing: devices, a wall-clock budget, resumable state, loss logs, lr."""
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
+
+from engine.model.checkpoint import atomic_save
 
 
 def pick_device(name: str = "auto") -> torch.device:
@@ -47,3 +51,26 @@ class Budget:
 
     def done(self) -> bool:
         return self.spent >= self.seconds
+
+
+def resume(path: Path, **parts: Any) -> tuple[int, float]:
+    """Load model/optimizer states saved under these names; (step, seconds spent), or (0, 0)."""
+    if not path.exists():
+        return 0, 0.0
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    for name, part in parts.items():
+        part.load_state_dict(ckpt[name])
+    return ckpt["step"], ckpt["spent"]
+
+
+def save_state(path: Path, step: int, spent: float, extra: dict | None = None,
+               **parts: Any) -> None:
+    """The counterpart of `resume`: named state dicts plus step and time spent, atomically."""
+    atomic_save({**{name: part.state_dict() for name, part in parts.items()}, "step": step,
+                 "spent": spent, **(extra or {})}, path)
+
+
+def cosine_lr(base: float, frac: float, step: int = 0, warmup: int = 0) -> float:
+    """Linear warm-up over `warmup` steps, then cosine decay to 10% over the budget fraction."""
+    ramp = min(1.0, (step + 1) / warmup) if warmup else 1.0
+    return base * ramp * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))

@@ -22,7 +22,7 @@ from engine.model.video_ae import tensor_to_frames
 from engine.model.world import WorldModel, WorldModelConfig
 
 from .bank import LatentBank
-from .common import Budget, LossLog, pick_device
+from .common import Budget, LossLog, cosine_lr, pick_device, resume
 from .generator_config import GeneratorTrainConfig
 from .latents import LatentEpisode, encode_dataset, load_tokenizers
 from .plots import image_grid, line_plot
@@ -135,12 +135,7 @@ def train_generator(cfg: GeneratorTrainConfig) -> Path:
     model = WorldModel(model_cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
     ckpt_path = out / "world.pt"
-    step, spent = 0, 0.0
-    if ckpt_path.exists():
-        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-        model.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["opt"])
-        step, spent = ckpt["step"], ckpt["spent"]
+    step, spent = resume(ckpt_path, model=model, opt=opt)
     gen = torch.Generator().manual_seed(step)
     budget = Budget(cfg.minutes, spent)
     log = LossLog(out / "loss.jsonl")
@@ -152,7 +147,7 @@ def train_generator(cfg: GeneratorTrainConfig) -> Path:
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     while not budget.done():
         frac = budget.spent / budget.seconds
-        lr = cfg.lr * min(1.0, (step + 1) / 100) * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * frac)))
+        lr = cosine_lr(cfg.lr, frac, step, warmup=100)
         for g in opt.param_groups:
             g["lr"] = lr
         w = bank.windows(bank.sample(cfg.batch, cfg.window, gen, cfg.first_frame_share),

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from engine.model.audio_ae import AudioAE, AudioAEConfig
-from engine.model.checkpoint import load_checkpoint, save_checkpoint
+from engine.model.checkpoint import atomic_save, load_checkpoint, save_checkpoint
 from engine.model.video_ae import VideoAE, VideoAEConfig
 from engine.model.world import WorldModel, WorldModelConfig
 from engine.runtime.openings import OPENINGS_FILE, build_openings
@@ -47,9 +47,7 @@ def set_sampler_steps(steps: int, weights: Path = WEIGHTS) -> Path:
     path = weights / "world.pt"
     ckpt = torch.load(path, map_location="cpu", weights_only=False)
     ckpt["config"]["sampler_steps"] = steps
-    tmp = path.with_suffix(".tmp")
-    torch.save(ckpt, tmp)
-    tmp.replace(path)
+    atomic_save(ckpt, path)
     return path
 
 

@@ -23,7 +23,7 @@ from engine.model.video_ae import (
     tensor_to_frames,
 )
 
-from .common import Budget, LossLog, pick_device
+from .common import Budget, LossLog, cosine_lr, pick_device, resume, save_state
 from .plots import image_grid, line_plot
 
 
@@ -113,14 +113,7 @@ def train_video_ae(cfg: TokenizerTrainConfig) -> Path:
     model, disc = VideoAE(VideoAEConfig()).to(device), PatchDiscriminator().to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     dopt = torch.optim.AdamW(disc.parameters(), lr=cfg.lr, betas=(0.5, 0.9))
-    step, spent = 0, 0.0
-    if ckpt_path.exists():
-        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-        model.load_state_dict(ckpt["model"])
-        disc.load_state_dict(ckpt["disc"])
-        opt.load_state_dict(ckpt["opt"])
-        dopt.load_state_dict(ckpt["dopt"])
-        step, spent = ckpt["step"], ckpt["spent"]
+    step, spent = resume(ckpt_path, model=model, disc=disc, opt=opt, dopt=dopt)
     budget = Budget(cfg.minutes, spent)
     log = LossLog(out / "video_loss.jsonl")
     bar = tqdm(desc="video AE", unit="step", initial=step, mininterval=5)
@@ -129,8 +122,8 @@ def train_video_ae(cfg: TokenizerTrainConfig) -> Path:
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     while not budget.done():
         frac = budget.spent / budget.seconds
-        for g in opt.param_groups:  # cosine decay to 10%
-            g["lr"] = cfg.lr * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * frac)))
+        for g in opt.param_groups:
+            g["lr"] = cosine_lr(cfg.lr, frac)
         x = next(batches)
         with autocast:
             recon = model(x).float()
@@ -158,11 +151,8 @@ def train_video_ae(cfg: TokenizerTrainConfig) -> Path:
             bar.set_postfix(psnr=f"{psnr:.2f}", refresh=False)
         if budget.spent - last_save > cfg.checkpoint_every_s or budget.done():
             last_save = budget.spent
-            torch.save({"model": model.state_dict(), "disc": disc.state_dict(),
-                        "opt": opt.state_dict(), "dopt": dopt.state_dict(), "step": step,
-                        "spent": budget.spent, "config": VideoAEConfig().__dict__},
-                       ckpt_path.with_suffix(".tmp"))
-            ckpt_path.with_suffix(".tmp").replace(ckpt_path)
+            save_state(ckpt_path, step, budget.spent, {"config": VideoAEConfig().__dict__},
+                       model=model, disc=disc, opt=opt, dopt=dopt)
             line_plot(out / "video_loss.png", log.series("mse"), "video AE MSE")
     bar.close()
     # Normalisation statistics for the generator, then the final (fp16) tokenizer file.
@@ -199,12 +189,7 @@ def train_audio_ae(cfg: TokenizerTrainConfig) -> Path:
     ckpt_path = out / "audio_ae.pt"
     model = AudioAE(AudioAEConfig()).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
-    step, spent = 0, 0.0
-    if ckpt_path.exists():
-        ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-        model.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["opt"])
-        step, spent = ckpt["step"], ckpt["spent"]
+    step, spent = resume(ckpt_path, model=model, opt=opt)
     budget = Budget(cfg.audio_minutes, spent)
     log = LossLog(out / "audio_loss.jsonl")
     bar = tqdm(desc="audio AE", unit="step", initial=step, mininterval=5)
@@ -227,9 +212,7 @@ def train_audio_ae(cfg: TokenizerTrainConfig) -> Path:
             bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
         if budget.spent - last_save > cfg.checkpoint_every_s or budget.done():
             last_save = budget.spent
-            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
-                        "spent": budget.spent}, ckpt_path.with_suffix(".tmp"))
-            ckpt_path.with_suffix(".tmp").replace(ckpt_path)
+            save_state(ckpt_path, step, budget.spent, model=model, opt=opt)
             line_plot(out / "audio_loss.png", log.series("loss", "mse"), "audio AE")
     bar.close()
     model.eval()
