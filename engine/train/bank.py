@@ -7,7 +7,7 @@ and is also faster on the CPU than stacking per-episode slices.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -71,16 +71,20 @@ class LatentBank:
         return bank.to(device)
 
     def to(self, device: torch.device | str) -> LatentBank:
-        return LatentBank(**{k: v.to(device) for k, v in self.__dict__.items()})
+        return LatentBank(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
 
     @property
     def device(self) -> torch.device:
         return self.video.device
 
     def window_starts(self, window: int) -> torch.Tensor:
-        """Rows where a `window`-frame window fits inside its episode."""
-        fits = self.local + window <= self.lengths[self.episode]
-        return torch.nonzero(fits).flatten()
+        """Rows where a `window`-frame window fits inside its episode (computed once per size:
+        `sample` asks every training step)."""
+        cache = self.__dict__.setdefault("_starts", {})
+        if window not in cache:
+            fits = self.local + window <= self.lengths[self.episode]
+            cache[window] = torch.nonzero(fits).flatten()
+        return cache[window]
 
     def sample(self, n: int, window: int, generator: torch.Generator,
                first_frame_share: float = 0.1) -> torch.Tensor:
