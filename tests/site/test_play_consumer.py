@@ -63,6 +63,16 @@ async def _drain_start_channel():
     return await asyncio.wait_for(layer.receive(START_CHANNEL), 10)
 
 
+async def _started_by(owner, world):
+    """Reserve, connect as the owner, and take the start request the consumer sends."""
+    reservation = await _reserve(owner, world)
+    session_id = str(reservation.session.pk)
+    communicator = await _connect(owner, session_id)
+    await communicator.connect()
+    await _drain_start_channel()
+    return reservation, session_id, communicator
+
+
 @pytest.fixture
 def world_and_players(db):
     return WorldFactory(), UserFactory(), UserFactory()
@@ -124,11 +134,7 @@ def _with_reference_picture(world_and_players):
 
 async def test_engine_handshake_relays_sdp_and_marks_live(world_and_players):
     world, owner, _ = world_and_players
-    reservation = await _reserve(owner, world)
-    session_id = str(reservation.session.pk)
-    communicator = await _connect(owner, session_id)
-    await communicator.connect()
-    await _drain_start_channel()
+    reservation, session_id, communicator = await _started_by(owner, world)
     layer = get_channel_layer()
     worker_channel = await layer.new_channel()
     assert await database_sync_to_async(services.session_claim_worker)(
@@ -227,11 +233,7 @@ async def test_no_free_engine_fails_the_session_with_a_reason(world_and_players)
 
 async def test_a_silent_worker_fails_the_session(world_and_players):
     world, owner, _ = world_and_players
-    reservation = await _reserve(owner, world)
-    session_id = str(reservation.session.pk)
-    communicator = await _connect(owner, session_id)
-    await communicator.connect()
-    await _drain_start_channel()
+    reservation, session_id, communicator = await _started_by(owner, world)
     await get_channel_layer().group_send(
         session_group(session_id),
         {
