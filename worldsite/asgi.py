@@ -13,6 +13,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from sessions.routing import websocket_urlpatterns  # noqa: E402
+from worldsite import http_limits  # noqa: E402
+
+http_limits.install()  # before daphne builds its server: body limits, no form parse on the loop
 
 application = ProtocolTypeRouter(
     {

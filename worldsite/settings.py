@@ -148,6 +148,7 @@ CELERY_TIMEZONE = "UTC"
 # With `celery -A worldsite beat` running (scaled deployments), housekeeping runs every minute.
 CELERY_BEAT_SCHEDULE = {
     "exports-housekeeping": {"task": "sessions.tasks.exports_housekeeping", "schedule": 60.0},
+    "sessions-housekeeping": {"task": "sessions.tasks.sessions_housekeeping", "schedule": 10.0},
 }
 
 # --- Auth ---------------------------------------------------------------------------------------
@@ -190,9 +191,12 @@ STORAGES = {
         )
     },
 }
-# Uploads above this are refused before they are read into memory.
-DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
-FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Request bodies above this get a 413 from daphne before they are held in memory or parsed
+# (worldsite/http_limits.py); the default leaves room for the largest reference image.
+MAX_REQUEST_BYTES = env_int("WORLDSITE_MAX_REQUEST_BYTES", 6 * 1024 * 1024)
+MAX_WEBSOCKET_MESSAGE_BYTES = 128 * 1024  # the play socket's parser allows 64 KB
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
 
 # --- Internationalisation -----------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
@@ -223,6 +227,11 @@ ENGINE_START_TIMEOUT = env_int("WORLDSITE_ENGINE_START_TIMEOUT", 30)  # s to fin
 ENGINE_HEARTBEAT_TIMEOUT = env_int("WORLDSITE_ENGINE_HEARTBEAT_TIMEOUT", 5)  # s of silence
 ENGINE_IDLE_TIMEOUT = env_int("WORLDSITE_ENGINE_IDLE_TIMEOUT", 180)  # s without any input
 ENGINE_RECONNECT_GRACE = env_int("WORLDSITE_ENGINE_RECONNECT_GRACE", 15)  # s to come back
+# A running session whose worker has not written a heartbeat for this long has failed.
+ENGINE_STALE_AFTER = max(10, 2 * ENGINE_HEARTBEAT_TIMEOUT)
+# An admitted session no page ever opened (or a queued one whose page never connected) is
+# ended after this long, giving its capacity back (housekeeping runs every few seconds).
+ENGINE_ABANDONED_AFTER = env_int("WORLDSITE_ENGINE_ABANDONED_AFTER", 2 * ENGINE_START_TIMEOUT)
 # Bench mode: frames carry the last applied input's sequence number (sessions.bench reads it).
 ENGINE_BENCH_STAMP = env_bool("WORLDSITE_BENCH_STAMP", False)
 RECORDINGS_ROOT = Path(os.environ.get("WORLDSITE_RECORDINGS_ROOT", VAR_DIR / "recordings"))
