@@ -52,8 +52,8 @@ class PlayConsumer(AsyncWebsocketConsumer):
         self.limiter = TokenBucket(rate=10, burst=20)
         self.engine_requested_at: float | None = None
         self.worker_channel = session.worker_channel
-        self.last_heartbeat = time.monotonic()
         self.closed = False
+        await database_sync_to_async(services.session_page_seen)(session=session)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         if settings.ENGINE_EMBEDDED:
@@ -116,7 +116,11 @@ class PlayConsumer(AsyncWebsocketConsumer):
 
     # -- supervision ----------------------------------------------------------------------------
     async def _supervise(self) -> None:
-        """Once a second: move the queue, find an engine, and watch the worker's heartbeat."""
+        """Once a second: report the queue position, find an engine, notice the end.
+
+        Whether the engine is alive is not decided here: the worker writes heartbeats from its
+        own clock and the housekeeping job fails a silent worker's sessions (a late message on
+        a busy web loop must never fail a healthy session)."""
         last_status: dict[str, Any] = {}
         while not self.closed:
             session = await self._load()
@@ -132,17 +136,9 @@ class PlayConsumer(AsyncWebsocketConsumer):
             elif not session.is_active:
                 await self._send_final(session)
                 return
-            elif self.worker_channel and (
-                time.monotonic() - self.last_heartbeat > settings.ENGINE_HEARTBEAT_TIMEOUT
-            ):
-                await self._finish(services.STALE_WORKER_REASON, failed=True)
             await asyncio.sleep(1.0)
 
     def _queue_status(self, session: PlaySession) -> dict[str, Any]:
-        services.session_advance_queue()
-        session.refresh_from_db()
-        if session.state != State.QUEUED:
-            return {"type": "status", "state": session.state}
         position = selectors.queue_position(session=session)
         return {
             "type": "status", "state": "queued", "position": position,
@@ -167,7 +163,6 @@ class PlayConsumer(AsyncWebsocketConsumer):
     # -- worker -> page (group messages) ----------------------------------------------------------
     async def engine_accepted(self, event: dict[str, Any]) -> None:
         self.worker_channel = event["worker_channel"]
-        self.last_heartbeat = time.monotonic()
         await self._send({"type": "ready"})
 
     async def engine_answer(self, event: dict[str, Any]) -> None:
@@ -180,7 +175,6 @@ class PlayConsumer(AsyncWebsocketConsumer):
         await self._send({"type": "status", "state": "live"})
 
     async def engine_heartbeat(self, event: dict[str, Any]) -> None:
-        self.last_heartbeat = time.monotonic()
         stats = {key: value for key, value in event.items() if key != "type"}
         await self._send({"type": "stats", **stats})
 

@@ -56,6 +56,10 @@ class PlaySession(models.Model):
     worker_name = models.CharField(max_length=100, blank=True)
     worker_channel = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # When it was admitted (became `starting`) and when a page last connected to it: the
+    # housekeeping job ends sessions that nobody will ever open (services.sessions_end_abandoned).
+    admitted_at = models.DateTimeField(null=True, blank=True)
+    page_seen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

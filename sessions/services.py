@@ -70,6 +70,8 @@ def _transition(session: PlaySession, to_state: str, *, reason: str = "") -> Pla
             )
         now = timezone.now()
         locked.state = to_state
+        if to_state == State.STARTING:
+            locked.admitted_at = now
         if to_state == State.LIVE:
             locked.started_at = now
         if to_state in (State.ENDED, State.FAILED):
@@ -231,8 +233,16 @@ def sessions_heartbeat(*, session_ids: list[str]) -> int:
     ).update(heartbeat_at=timezone.now())
 
 
+NEVER_CONNECTED_REASON = (
+    "The world was never opened: the page that asked for it did not connect in time."
+)
+
+
 def sessions_fail_stale(*, older_than_seconds: float) -> int:
-    """Fail running sessions whose worker has gone quiet (a crashed or killed worker)."""
+    """Fail running sessions whose worker has gone quiet (a crashed or killed worker).
+
+    `heartbeat_at` is written by the worker from its own loop, so a web process whose event
+    loop stalled for a while never makes a healthy session look dead here."""
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     stale = PlaySession.objects.filter(
         state__in=PlaySession.RUNNING_STATES, heartbeat_at__lt=cutoff
@@ -241,3 +251,46 @@ def sessions_fail_stale(*, older_than_seconds: float) -> int:
     for session in stale:
         failed += session_finish(session=session, reason=STALE_WORKER_REASON, failed=True)
     return failed
+
+
+def sessions_end_abandoned(*, unclaimed_after_seconds: float, unseen_after_seconds: float) -> int:
+    """End sessions no page will ever use, so their capacity and queue places come back.
+
+    A session admitted to `starting` that no worker has claimed after `unclaimed_after_seconds`
+    (its page closed before it asked for an engine, or it was promoted from the queue after its
+    page had gone), and a queued session whose page never connected within
+    `unseen_after_seconds` (Play pressed, then Back)."""
+    now = timezone.now()
+    unclaimed = PlaySession.objects.filter(
+        state=State.STARTING, worker_name="",
+        admitted_at__lt=now - timedelta(seconds=unclaimed_after_seconds),
+    )
+    unseen = PlaySession.objects.filter(
+        state=State.QUEUED, page_seen_at__isnull=True,
+        created_at__lt=now - timedelta(seconds=unseen_after_seconds),
+    )
+    ended = 0
+    for session in [*unclaimed, *unseen]:
+        ended += session_finish(session=session, reason=NEVER_CONNECTED_REASON, failed=True)
+    return ended
+
+
+def session_page_seen(*, session: PlaySession) -> None:
+    """The player's page connected to this session (a queued session is not abandoned)."""
+    PlaySession.objects.filter(pk=session.pk).update(page_seen_at=timezone.now())
+
+
+def sessions_housekeeping() -> dict[str, int]:
+    """The one periodic job of the session lifecycle: fail sessions whose worker went quiet,
+    end abandoned ones, and admit the queue into whatever capacity that freed.
+
+    Run every few seconds by each engine worker (embedded or not) and by Celery beat."""
+    result = {
+        "stale": sessions_fail_stale(older_than_seconds=settings.ENGINE_STALE_AFTER),
+        "abandoned": sessions_end_abandoned(
+            unclaimed_after_seconds=settings.ENGINE_ABANDONED_AFTER,
+            unseen_after_seconds=settings.ENGINE_ABANDONED_AFTER,
+        ),
+    }
+    session_advance_queue()
+    return result

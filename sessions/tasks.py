@@ -4,7 +4,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 
-from sessions import export_services
+from sessions import export_services, services
 
 
 @shared_task(
@@ -29,6 +29,12 @@ def exports_housekeeping() -> dict:
         "recovered": export_services.exports_recover_stalled(),
         "expired": export_services.exports_expire(),
     }
+
+
+@shared_task
+def sessions_housekeeping() -> dict:
+    """Fail sessions of silent workers, end abandoned ones, advance the queue."""
+    return services.sessions_housekeeping()
 
 
 @worker_ready.connect

@@ -48,8 +48,8 @@ class DatabaseSessionStore:
         services.sessions_heartbeat(session_ids=session_ids)
 
     @database_sync_to_async
-    def fail_stale(self, older_than_seconds: float) -> None:
-        services.sessions_fail_stale(older_than_seconds=older_than_seconds)
+    def housekeeping(self) -> None:
+        services.sessions_housekeeping()
 
 
 def default_worker_name() -> str:
@@ -66,7 +66,7 @@ def build_worker(*, name: str | None = None, capacity: int | None = None) -> Eng
         ice_servers=settings.WEBRTC_ICE_SERVERS,
         idle_timeout_s=settings.ENGINE_IDLE_TIMEOUT,
         reconnect_grace_s=settings.ENGINE_RECONNECT_GRACE,
-        stale_after_s=max(10.0, 2.0 * settings.ENGINE_HEARTBEAT_TIMEOUT),
+        connect_timeout_s=float(settings.ENGINE_ABANDONED_AFTER),
         video_codec=settings.WEBRTC_VIDEO_CODEC,
         stamp_inputs=settings.ENGINE_BENCH_STAMP,
     )

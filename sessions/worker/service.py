@@ -4,8 +4,10 @@ Any number of workers share one normal channel, `engine.start`; a worker only li
 while it has free capacity, so Channels' own delivery spreads sessions across workers with
 room (no scheduler of our own). Everything else about a session goes to the worker's own
 process channel, and the worker reports to the session's group (`play.<id>`): an answer to an
-offer, `live`, a heartbeat every second, and `stopped` with the reason. A consumer that stops
-hearing heartbeats fails the session: that is how a dead worker is noticed.
+offer, `live`, a heartbeat every second, and `stopped` with the reason. The worker also writes
+its sessions' heartbeats to the database from its own clock and runs the lifecycle's periodic
+housekeeping job (sessions.services.sessions_housekeeping): a worker that dies stops writing, and
+whichever worker or Celery beat runs the job next fails its sessions.
 """
 
 import asyncio
@@ -43,8 +45,9 @@ class WorkerConfig:
     idle_timeout_s: int
     reconnect_grace_s: float = 15.0
     stamp_inputs: bool = False
-    stale_after_s: float = 10.0
     video_codec: str = "VP8"
+    # A claimed session whose page has not connected its media by then is ended.
+    connect_timeout_s: float = 60.0
 
 
 class SessionStore(Protocol):
@@ -58,7 +61,7 @@ class SessionStore(Protocol):
 
     async def heartbeat(self, session_ids: list[str]) -> None: ...
 
-    async def fail_stale(self, older_than_seconds: float) -> None: ...
+    async def housekeeping(self) -> None: ...
 
 
 @dataclass
@@ -168,6 +171,11 @@ class EngineWorker:
                 if live.detached_at and now - live.detached_at > self.config.reconnect_grace_s:
                     await self._stop_session(session_id, "Player left.")
                     continue
+                if live.live_since is None and now - live.started > self.config.connect_timeout_s:
+                    await self._stop_session(
+                        session_id, "The player's page never connected to the world.", failed=True
+                    )
+                    continue
                 if live.live_since and now - live.live_since > live.allowed_seconds:
                     await self._stop_session(session_id, "Session time limit reached.")
                     continue
@@ -194,7 +202,7 @@ class EngineWorker:
         try:
             if self.sessions:
                 await self.store.heartbeat(list(self.sessions))
-            await self.store.fail_stale(self.config.stale_after_s)
+            await self.store.housekeeping()
         except Exception:  # the database being briefly away must not stop the streams
             logger.exception("could not record heartbeats")
 

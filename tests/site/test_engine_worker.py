@@ -30,7 +30,7 @@ class MemoryStore:
     async def heartbeat(self, session_ids) -> None:
         pass
 
-    async def fail_stale(self, older_than_seconds) -> None:
+    async def housekeeping(self) -> None:
         pass
 
 
@@ -101,6 +101,28 @@ async def test_worker_claims_answers_errors_and_stops(worker_setup):
         assert stopped == {"type": "engine.stopped", "reason": "Player left.", "failed": False}
         assert store.finished == [("s1", "Player left.", False)]
         assert worker.sessions == {}
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_claimed_session_whose_page_never_connects_is_ended(worker_setup):
+    """A page that closed after the worker took its session used to hold the worker's slot
+    until the 180-s idle timeout."""
+    layer, store, worker = worker_setup
+    worker.config.connect_timeout_s = 0.5
+    page = await layer.new_channel()
+    await layer.group_add(session_group("s1"), page)
+    task = asyncio.ensure_future(worker.run())
+    try:
+        await layer.send(START_CHANNEL, {
+            "type": "engine.start", "session_id": "s1", "allowed_seconds": 60,
+            "spec": {"seed": 1, "theme": "misty_coast"},
+        })
+        await _next(layer, page, "engine.accepted")
+        stopped = await _next(layer, page, "engine.stopped")
+        assert stopped["failed"] and "never connected" in stopped["reason"]
+        assert worker.sessions == {} and worker.free_slots == 1
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

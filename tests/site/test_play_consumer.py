@@ -231,17 +231,42 @@ async def test_no_free_engine_fails_the_session_with_a_reason(world_and_players)
     assert (await _state(reservation.session.pk))[0] == "failed"
 
 
-async def test_a_silent_worker_fails_the_session(world_and_players):
+async def test_late_beats_on_a_busy_web_loop_never_fail_a_healthy_session(world_and_players):
+    """The page stops hearing beats (a stalled web loop delivers them late) while the worker's
+    own heartbeats in the database stay fresh: the session must stay up. The consumer used to
+    fail it after ENGINE_HEARTBEAT_TIMEOUT seconds of silence on its own clock."""
     world, owner, _ = world_and_players
     reservation, session_id, communicator = await _started_by(owner, world)
-    await get_channel_layer().group_send(
-        session_group(session_id),
-        {
-            "type": "engine.accepted",
-            "worker": "doomed",
-            "worker_channel": "engine-worker.gone!x",
-        },
+    await database_sync_to_async(services.session_claim_worker)(
+        session_id=session_id, worker_name="busy", worker_channel="engine-worker.busy!x"
     )
+    await get_channel_layer().group_send(session_group(session_id), {
+        "type": "engine.accepted", "worker": "busy", "worker_channel": "engine-worker.busy!x",
+    })
+    for _ in range(5):  # 2.5 x the heartbeat timeout without a beat reaching the page
+        await asyncio.sleep(1.0)
+        await database_sync_to_async(services.sessions_heartbeat)(session_ids=[session_id])
+        await database_sync_to_async(services.sessions_housekeeping)()
+    assert (await _state(session_id))[0] == "starting"
+    heard = []
+    while not await communicator.receive_nothing(timeout=0.2):
+        heard.append(json.loads(await communicator.receive_from()))
+    assert {"type": "ready"} in heard
+    assert not [m for m in heard if m.get("state") in ("failed", "ended")], heard
+    await communicator.disconnect()
+
+
+async def test_a_silent_worker_fails_the_session_and_the_page_hears_why(
+    world_and_players, settings
+):
+    world, owner, _ = world_and_players
+    reservation, session_id, communicator = await _started_by(owner, world)
+    await database_sync_to_async(services.session_claim_worker)(
+        session_id=session_id, worker_name="doomed", worker_channel="engine-worker.gone!x"
+    )
+    settings.ENGINE_STALE_AFTER = 0  # its last heartbeat is already too old
+    await asyncio.sleep(0.05)
+    await database_sync_to_async(services.sessions_housekeeping)()
     final = await _receive_until(communicator, lambda m: m.get("state") == "failed")
     assert "stopped responding" in final["reason"]
     assert (await _state(session_id))[0] == "failed"
