@@ -7,3 +7,6 @@ class PlaySessionsConfig(AppConfig):
     name = "sessions"
     label = "play_sessions"
     verbose_name = "Play sessions"
+
+    def ready(self) -> None:
+        from sessions import checks  # noqa: F401  (registers the system checks)

@@ -210,8 +210,6 @@ QUOTA_PLAY_SECONDS_PER_DAY = env_int("WORLDSITE_QUOTA_PLAY_SECONDS_PER_DAY", 360
 QUOTA_CONCURRENT_SESSIONS = env_int("WORLDSITE_QUOTA_CONCURRENT_SESSIONS", 1)
 QUOTA_MAX_SESSION_SECONDS = env_int("WORLDSITE_QUOTA_MAX_SESSION_SECONDS", 1200)
 QUOTA_EXPORTS_PER_DAY = env_int("WORLDSITE_QUOTA_EXPORTS_PER_DAY", 5)
-# How many sessions the engine workers can run live at once, across the whole site.
-ENGINE_CAPACITY = env_int("WORLDSITE_ENGINE_CAPACITY", 2)
 # Players waiting beyond this are refused rather than queued.
 QUEUE_MAX_LENGTH = env_int("WORLDSITE_QUEUE_MAX_LENGTH", 20)
 INVITATION_TTL_DAYS = env_int("WORLDSITE_INVITATION_TTL_DAYS", 7)
@@ -221,6 +219,12 @@ INVITATION_TTL_DAYS = env_int("WORLDSITE_INVITATION_TTL_DAYS", 7)
 # with it, start workers with `manage.py engine_worker` (any number, on any machine).
 ENGINE_EMBEDDED = env_bool("WORLDSITE_ENGINE_EMBEDDED", not REDIS_URL)
 ENGINE_WORKER_CAPACITY = env_int("WORLDSITE_ENGINE_WORKER_CAPACITY", 1)
+# How many sessions the engine workers can run live at once, across the whole site. Embedded,
+# that is the one worker's capacity (admitting more only made players wait 30 s and fail);
+# scaled, the sum over the workers you start. sessions/checks.py warns about a mismatch.
+ENGINE_CAPACITY = env_int(
+    "WORLDSITE_ENGINE_CAPACITY", ENGINE_WORKER_CAPACITY if ENGINE_EMBEDDED else 2
+)
 ENGINE_WEIGHTS_DIR = os.environ.get("WORLDSITE_ENGINE_WEIGHTS", "") or None  # engine default
 ENGINE_THREADS = env_int("WORLDSITE_ENGINE_THREADS", 1)  # the other core encodes VP8
 ENGINE_START_TIMEOUT = env_int("WORLDSITE_ENGINE_START_TIMEOUT", 30)  # s to find a worker
