@@ -33,7 +33,9 @@ def _decode(raw: str | bytes, limit: int) -> dict[str, Any]:
         raise ProtocolError("too_large", f"Message is larger than {limit} bytes.")
     try:
         message = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except RecursionError as exc:  # [[[[...]]]] nested deeper than the interpreter's stack
+        raise ProtocolError("bad_json", "Message is nested too deeply.") from exc
+    except (ValueError, TypeError, UnicodeDecodeError) as exc:
         raise ProtocolError("bad_json", "Message is not valid JSON.") from exc
     if not isinstance(message, dict):
         raise ProtocolError("bad_shape", "Message must be a JSON object.")
@@ -63,9 +65,15 @@ def parse_ws_message(raw: str | bytes | None) -> dict[str, Any]:
 
 
 def _finite(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise ProtocolError("bad_field", f"'{name}' must be a finite number.")
-    return float(value)
+    try:
+        number = float(value)  # a 400-digit integer does not fit a float: OverflowError
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ProtocolError("bad_field", f"'{name}' must be a finite number.")
+    return number
 
 
 def _key_names(value: Any) -> list[str]:

@@ -81,6 +81,9 @@ class PlayPeer:
         self.clock = MediaClock()
         self.bad_messages = 0
         self.dropped_inputs = 0
+        # Any message at all: a flood is dropped before it is parsed (a page sends ~20 a second).
+        self._message_limit = TokenBucket(rate=200, burst=200)
+        self._error_replies = TokenBucket(rate=2, burst=5)  # bad messages are counted, not echoed
         self._movement_limit = TokenBucket(rate=120, burst=60)
         self._prompt_limit = TokenBucket(rate=0.5, burst=4)
         self._tasks: set[asyncio.Task] = set()
@@ -101,7 +104,11 @@ class PlayPeer:
 
             @channel.on("message")
             def _message(raw) -> None:
-                self._handle_data_message(channel, raw)
+                try:
+                    self._handle_data_message(channel, raw)
+                except Exception:  # never let a message reach aiortc's transport as an error
+                    logger.exception("data-channel message could not be handled")
+                    self.bad_messages += 1
 
         @pc.on("track")
         def _track(track) -> None:
@@ -118,11 +125,17 @@ class PlayPeer:
             logger.debug("could not reply on data channel", exc_info=True)
 
     def _handle_data_message(self, channel, raw) -> None:
+        if not self._message_limit.allow():
+            self.dropped_inputs += 1
+            return
         try:
             message = parse_data_message(raw)
         except ProtocolError as error:
             self.bad_messages += 1
-            self._reply(channel, {"type": "error", "code": error.code, "message": error.message})
+            if self._error_replies.allow():
+                self._reply(
+                    channel, {"type": "error", "code": error.code, "message": error.message}
+                )
             return
         if message["type"] == "input":
             if not self._movement_limit.allow():

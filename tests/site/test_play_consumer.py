@@ -192,6 +192,8 @@ async def test_engine_handshake_relays_sdp_and_marks_live(world_and_players):
         ('{"type": "teleport"}', "unknown_type"),
         ('{"type": "offer", "sdp": "hello"}', "bad_sdp"),
         ('{"type": "offer", "sdp": "v=0\\r\\nm=video 9\\r\\n' + "a" * 70000 + '"}', "too_large"),
+        ("[" * 30_000 + "]" * 30_000, "bad_json"),  # used to crash the consumer: RecursionError
+        ('{"type": "ping", "t": ' + "9" * 400 + "}", "bad_field"),  # and OverflowError
     ],
 )
 async def test_bad_messages_get_an_error_and_change_nothing(world_and_players, payload, code):
@@ -281,3 +283,48 @@ async def test_leaving_before_the_world_starts_ends_the_session(world_and_player
     await _receive_until(communicator, lambda m: m.get("state") == "queued")
     await communicator.disconnect()
     assert await _state(waiting.session.pk) == ("ended", "Player left before the world started.")
+
+
+def _rejected_by_the_ws_parser(raw) -> bool:
+    from sessions.protocol import ProtocolError, parse_ws_message
+
+    try:
+        parse_ws_message(raw)  # a mutation may still be a well-formed {"type": "end"}
+    except ProtocolError:
+        return True
+    return False
+
+
+async def test_generated_garbage_on_a_live_sessions_socket_leaves_the_session_live(
+    world_and_players,
+):
+    """Fuzz: mutated messages on the socket of a live session. The socket is closed for too many
+    bad messages (the page reconnects); the session itself stays live on its worker."""
+    from tests.fuzz import malformed_messages
+
+    world, owner, _ = world_and_players
+    reservation, session_id, communicator = await _started_by(owner, world)
+    layer = get_channel_layer()
+    worker = await layer.new_channel()
+    await database_sync_to_async(services.session_claim_worker)(
+        session_id=session_id, worker_name="w", worker_channel=worker
+    )
+    await database_sync_to_async(services.session_mark_live)(session=reservation.session)
+    await layer.group_send(session_group(session_id), {
+        "type": "engine.accepted", "worker": "w", "worker_channel": worker,
+    })
+    for raw in filter(_rejected_by_the_ws_parser, malformed_messages(300, seed=3)):
+        if isinstance(raw, bytes):
+            await communicator.send_to(bytes_data=raw)
+        else:
+            await communicator.send_to(text_data=raw or " ")
+    closed = None
+    for _ in range(400):
+        closed = await communicator.receive_output(timeout=5)
+        if closed["type"] == "websocket.close":
+            break
+    assert closed == {"type": "websocket.close", "code": 4429}
+    await communicator.disconnect()
+    assert (await _state(session_id))[0] == "live"
+    to_worker = await asyncio.wait_for(layer.receive(worker), 5)
+    assert to_worker == {"type": "engine.detach", "session_id": session_id}

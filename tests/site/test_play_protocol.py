@@ -75,3 +75,27 @@ def test_prompts_are_trimmed_and_bounded():
 def test_bad_inputs_are_refused(raw):
     with pytest.raises(ProtocolError):
         parse_data_message(raw)
+
+
+HUGE = "9" * 400
+
+
+@pytest.mark.parametrize(
+    ("parse", "raw"),
+    [
+        (parse_ws_message, '{"type": "ping", "t": ' + "[" * 30_000 + "]" * 30_000 + "}"),
+        (parse_ws_message, "[" * 30_000 + "]" * 30_000),
+        (parse_ws_message, '{"type": "ping", "t": ' + HUGE + "}"),
+        (parse_ws_message, '{"type": "ping", "t": -' + HUGE + "}"),
+        (parse_data_message, "[" * 1000 + "]" * 1000),
+        (parse_data_message, '{"type": "input", "yaw": ' + HUGE + "}"),
+        (parse_data_message, '{"type": "input", "pitch": ' + HUGE + "}"),
+        (parse_data_message, '{"type": "input", "keys": ' + HUGE + "}"),
+        (parse_data_message, '{"type": "input", "seq": ' + HUGE + "}"),
+    ],
+)
+def test_deep_nesting_and_huge_integers_are_protocol_errors(parse, raw):
+    """They used to escape as RecursionError / OverflowError: on the WebSocket the consumer
+    crashed, on the data channel the exception reached aiortc's DTLS transport."""
+    with pytest.raises(ProtocolError):
+        parse(raw)
