@@ -1,6 +1,7 @@
 """Validation of uploaded reference images: type, size, dimensions, decompression bombs."""
 
 import warnings
+import zlib
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -38,14 +39,19 @@ def validate_reference_image(upload: File) -> None:
                         f"{image_format or 'This'} images are not accepted; use {allowed}.",
                         code="bad_format",
                     )
-                image.verify()
+                image.verify()  # chunk structure and checksums only; no pixels decoded
+            # Decode every pixel (the size is bounded above): a truncated JPEG or a PNG with
+            # corrupt compressed data passes verify() and failed later, in the engine.
+            upload.seek(0)
+            with Image.open(upload) as image:
+                image.load()
     except ValidationError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ValidationError(
             "The image declares too many pixels to be decoded safely.", code="bomb"
         ) from exc
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, zlib.error) as exc:
         raise ValidationError(
             "The file is not a readable image (PNG, JPEG or WebP).", code="unreadable"
         ) from exc

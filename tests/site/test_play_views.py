@@ -80,6 +80,13 @@ def test_image_upload_validates_and_reaches_the_worker(client, member, world, mo
     bad = client.post(url, {"image": io.BytesIO(b"not an image")})
     assert bad.status_code == 400 and "not a readable image" in bad.json()["error"]
     assert client.post(url, {}).status_code == 400
+    noisy = io.BytesIO()
+    Image.effect_noise((64, 48), 80).convert("RGB").save(noisy, format="JPEG")
+    truncated = io.BytesIO(noisy.getvalue()[:-600])
+    truncated.name = "cut.jpg"
+    cut = client.post(url, {"image": truncated})  # was a 500
+    assert cut.status_code == 400 and "not a readable image" in cut.json()["error"]
+    assert not sent
     ok = client.post(url, {"image": _png((300, 200))})
     assert ok.status_code == 200 and ok.json()["width"] == 128
     channel, message = sent[-1]

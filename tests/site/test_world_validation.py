@@ -37,6 +37,26 @@ def _png_declaring(width: int, height: int) -> bytes:
     )
 
 
+def _noisy_image_bytes(fmt: str) -> bytes:
+    buffer = io.BytesIO()
+    Image.effect_noise((64, 48), 80).convert("RGB").save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+def _png_with_corrupt_pixels() -> bytes:
+    """Every chunk's CRC is right (so verify() passes) but the compressed pixels are garbage."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 64, 48, 8, 2, 0, 0, 0)
+    garbage = zlib.compress(b"\x00" * 400)[:2] + bytes(range(256)) * 4
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", garbage) + chunk(
+        b"IEND", b""
+    )
+
+
 def _upload(data: bytes, name="ref.png") -> SimpleUploadedFile:
     return SimpleUploadedFile(name, data, content_type="image/png")
 
@@ -55,6 +75,10 @@ def test_accepted_formats(fmt):
         (_image_bytes(size=(8, 8)), "too_small"),
         (_png_declaring(60_000, 60_000), "bomb"),
         (_png_declaring(8000, 100), "too_big"),
+        # Headers intact, pixels not: these passed and then broke gallery media and Play.
+        (_noisy_image_bytes("JPEG")[:-600], "unreadable"),
+        (_noisy_image_bytes("PNG")[:-300], "unreadable"),
+        (_png_with_corrupt_pixels(), "unreadable"),
     ],
 )
 def test_refused_images_say_why(data, code):
