@@ -18,7 +18,7 @@ class InvitationSignupForm(forms.Form):
     username = forms.CharField(
         max_length=150,
         validators=[UnicodeUsernameValidator()],
-        help_text="Letters, digits and @/./+/-/_ only.",
+        help_text="Letters a-z, digits and @/./+/-/_ only.",
     )
     password1 = forms.CharField(label="Password", widget=forms.PasswordInput, strip=False)
     password2 = forms.CharField(label="Password again", widget=forms.PasswordInput, strip=False)

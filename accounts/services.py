@@ -1,5 +1,7 @@
 """Write-side business logic for the invite-only beta."""
 
+import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -153,12 +155,32 @@ def invitation_check(*, token: str) -> Invitation:
     return invitation
 
 
+USERNAME_PATTERN = re.compile(r"[A-Za-z0-9@.+_-]{1,150}")
+
+
+def username_normalize(raw: str) -> str:
+    """The username as it will be stored and compared, or a ValidationError saying why not.
+
+    NFKC first (what Django applies when it saves), so full-width `ａｌｉｃｅ` is `alice` here too
+    and cannot slip past the case-insensitive "taken" check; then plain ASCII only, so no
+    look-alike letters (a Cyrillic `а` in `admin`) can impersonate another member.
+    """
+    username = unicodedata.normalize("NFKC", raw).strip()
+    if not USERNAME_PATTERN.fullmatch(username):
+        raise ValidationError({"username": (
+            "Use only the letters a-z and A-Z, digits and @ . + - _ (no accents or look-alike "
+            "letters from other alphabets), at most 150 characters."
+        )})
+    return username
+
+
 def invitation_accept(*, token: str, username: str, password: str) -> AbstractBaseUser:
     """Create the member's account from a valid invitation, using the invitation up.
 
     The invitation row is locked, so two tabs submitting the same link create one account.
     """
     user_model = get_user_model()
+    username = username_normalize(username)
     with transaction.atomic():
         invitation = invitation_check(token=token)
         invitation = Invitation.objects.select_for_update().get(pk=invitation.pk)
@@ -168,9 +190,13 @@ def invitation_accept(*, token: str, username: str, password: str) -> AbstractBa
             raise ValidationError({"username": "That username is taken; pick another."})
         candidate = user_model(username=username, email=invitation.email)
         validate_password(password, user=candidate)
-        user = user_model.objects.create_user(
-            username=username, email=invitation.email, password=password
-        )
+        try:
+            with transaction.atomic():
+                user = user_model.objects.create_user(
+                    username=username, email=invitation.email, password=password
+                )
+        except IntegrityError as exc:  # taken by a sign-up that committed a moment ago
+            raise ValidationError({"username": "That username is taken; pick another."}) from exc
         invitation.used_at = timezone.now()
         invitation.used_by = user
         invitation.save(update_fields=["used_at", "used_by"])

@@ -89,6 +89,31 @@ def test_taken_username_is_explained_and_invitation_kept(client, issued, member)
     assert issued.invitation.state == Invitation.State.VALID
 
 
+@pytest.mark.parametrize(
+    ("typed", "problem"),
+    [
+        ("\uff41\uff4c\uff49\uff43\uff45", "taken"),  # full-width alice: was a 500
+        ("\uff21\uff2c\uff29\uff23\uff25", "taken"),  # full-width ALICE: was a 2nd account
+        ("\u0430dmin", "look-alike"),  # Cyrillic a
+        ("j\u00fcrgen", "look-alike"),
+    ],
+)
+def test_usernames_are_normalised_before_they_are_compared(client, issued, typed, problem):
+    User.objects.create_user(username="alice", password="x")
+    response = client.post(_path(issued), {**GOOD, "username": typed})
+    assert response.status_code == 200
+    assert problem.encode() in response.content
+    assert User.objects.count() == 2  # alice and the admin who invited
+    issued.invitation.refresh_from_db()
+    assert issued.invitation.state == Invitation.State.VALID
+
+
+def test_a_full_width_username_is_stored_in_plain_letters(client, issued):
+    response = client.post(_path(issued), {**GOOD, "username": "\uff4e\uff45\uff57\uff21"})
+    assert response.status_code == 302
+    assert User.objects.filter(username="newA").exists()
+
+
 def test_there_is_no_signup_without_an_invitation(client):
     for path in ["/accounts/signup/", "/accounts/register/", "/signup/", "/invite/"]:
         assert client.get(path).status_code == 404
