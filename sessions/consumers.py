@@ -76,9 +76,10 @@ class PlayConsumer(AsyncWebsocketConsumer):
         if self.worker_channel:
             # The worker keeps the world running for a short grace period so a page that lost
             # its connection for a moment can reconnect; then it ends the session itself.
-            await self.channel_layer.send(
-                self.worker_channel, {"type": "engine.detach", "session_id": self.session_id}
-            )
+            await self.channel_layer.send(self.worker_channel, {
+                "type": "engine.detach", "session_id": self.session_id,
+                "reply_channel": self.channel_name,
+            })
         else:
             await self._finish("Player left before the world started.")
 

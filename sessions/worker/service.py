@@ -76,6 +76,7 @@ class LiveSession:
     stop_reason: str = ""
     forced_failure: bool = False
     detached_at: float | None = None
+    page_channel: str = ""  # the consumer whose page made the current connection
 
 
 class EngineWorker:
@@ -150,8 +151,8 @@ class EngineWorker:
                     await self._answer(session_id, message)
                 elif kind == "engine.stop":
                     await self._stop_session(session_id, message.get("reason", "Session ended."))
-                elif kind == "engine.detach" and session_id in self.sessions:
-                    self.sessions[session_id].detached_at = time.monotonic()
+                elif kind == "engine.detach":
+                    self._detach(session_id, message.get("reply_channel", ""))
                 elif kind == "engine.image":
                     self._push(session_id, {"kind": "image", "image": decode_png(message["png"])})
                 else:
@@ -251,6 +252,7 @@ class EngineWorker:
                 })
             return
         live.detached_at = None
+        live.page_channel = reply_to or ""
         if live.peer is not None:  # a reconnect: the old connection is replaced
             await live.peer.close()
         info = self.engine_info()
@@ -285,6 +287,15 @@ class EngineWorker:
     async def _went_live(self, session_id: str) -> None:
         await self.store.mark_live(session_id)
         await self._report(session_id, {"type": "engine.live"})
+
+    def _detach(self, session_id: str, page_channel: str) -> None:
+        """A page's socket closed: start the reconnect grace, unless that page is a stale tab
+        whose connection a newer page has already replaced (closing it used to end the session
+        in the newer tab)."""
+        live = self.sessions.get(session_id)
+        if live is None or (live.page_channel and page_channel != live.page_channel):
+            return
+        live.detached_at = time.monotonic()
 
     def _push(self, session_id: str, event: dict[str, Any]) -> None:
         live = self.sessions.get(session_id)

@@ -327,4 +327,4 @@ async def test_generated_garbage_on_a_live_sessions_socket_leaves_the_session_li
     await communicator.disconnect()
     assert (await _state(session_id))[0] == "live"
     to_worker = await asyncio.wait_for(layer.receive(worker), 5)
-    assert to_worker == {"type": "engine.detach", "session_id": session_id}
+    assert to_worker["type"] == "engine.detach" and to_worker["session_id"] == session_id
