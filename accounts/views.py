@@ -8,12 +8,14 @@ from django.views.decorators.http import require_http_methods
 from accounts import services
 from accounts.forms import BetaApplicationForm, InvitationSignupForm
 from sessions import selectors as session_selectors
+from worldsite.ratelimits import rate_limited
 
 # Status codes for the "this link can't be used" page: gone for links that once worked.
 INVITATION_PROBLEM_STATUS = {"unknown": 404, "used": 410, "revoked": 410, "expired": 410}
 
 
 @require_http_methods(["GET", "POST"])
+@rate_limited("beta_apply")
 def beta_apply(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("gallery:world_list")

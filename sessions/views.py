@@ -16,10 +16,12 @@ from sessions import export_services, selectors, services
 from sessions.images import shrink_to_png
 from sessions.models import SessionExport
 from sessions.services import Decision
+from worldsite.ratelimits import rate_limited
 
 
 @login_required
 @require_POST
+@rate_limited("play_start")
 def play_start(request: HttpRequest, slug: str) -> HttpResponse:
     world = gallery_selectors.world_get_published(slug=slug)
     if world is None:
@@ -48,6 +50,7 @@ def play_page(request: HttpRequest, session_id) -> HttpResponse:
 
 @login_required
 @require_POST
+@rate_limited("play_image")
 def play_image(request: HttpRequest, session_id) -> JsonResponse:
     """A reference image dropped on the play page: validated, shrunk, sent to the worker."""
     session = selectors.session_get_for_owner(session_id=session_id, owner=request.user)
@@ -119,6 +122,7 @@ SUGGESTED_PROMPTS = {
 
 @login_required
 @require_POST
+@rate_limited("export_start")
 def export_start(request: HttpRequest, session_id) -> HttpResponse:
     session = selectors.session_get_for_owner(session_id=session_id, owner=request.user)
     if session is None:

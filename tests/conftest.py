@@ -38,3 +38,11 @@ def _celery_eager():
     celery_app.conf.task_always_eager = True
     yield
     celery_app.conf.task_always_eager = previous
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits(settings):
+    """Each test counts from zero (the Redis cache of a scaled run outlives a test)."""
+    import uuid
+
+    settings.RATELIMIT_CACHE_PREFIX = f"rl:{uuid.uuid4().hex}:"

@@ -1,13 +1,26 @@
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from django.views.static import serve
+
+from worldsite.ratelimits import rate_limited
 
 urlpatterns = [
     path("", include("gallery.urls")),
     path("", include("accounts.urls")),
     path("", include("sessions.urls")),
+    # Django's own auth views, the two that send or check secrets rate-limited (ratelimits.py).
+    path(
+        "accounts/login/", rate_limited("login")(auth_views.LoginView.as_view()), name="login"
+    ),
+    path(
+        "accounts/password_reset/",
+        rate_limited("password_reset")(auth_views.PasswordResetView.as_view()),
+        name="password_reset",
+    ),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("admin/login/", rate_limited("login")(admin.site.login)),  # same counts as above
     path("admin/", admin.site.urls),
 ]
 
