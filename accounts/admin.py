@@ -5,11 +5,6 @@ from accounts import services
 from accounts.models import BetaApplication, Invitation
 
 
-def _site_base_url(request) -> str:
-    """Links in e-mails point at the host the admin is using (the right port in tests too)."""
-    return request.build_absolute_uri("/").rstrip("/")
-
-
 @admin.register(BetaApplication)
 class BetaApplicationAdmin(admin.ModelAdmin):
     list_display = ["email", "name", "status", "created_at", "reviewed_at"]
@@ -24,7 +19,7 @@ class BetaApplicationAdmin(admin.ModelAdmin):
     @admin.action(description="Approve and e-mail an invitation")
     def approve(self, request, queryset):
         issued = services.beta_applications_approve(
-            applications=queryset, reviewer=request.user, base_url=_site_base_url(request)
+            applications=queryset, reviewer=request.user
         )
         skipped = queryset.count() - len(issued)
         self.message_user(request, f"Approved {len(issued)} application(s); invitations e-mailed.")
@@ -77,7 +72,6 @@ class InvitationAdmin(admin.ModelAdmin):
         issued = services.invitation_create(
             email=form.cleaned_data["email"],
             created_by=request.user,
-            base_url=_site_base_url(request),
         )
         obj.pk = issued.invitation.pk
         self.message_user(request, f"Invitation e-mailed to {issued.invitation.email}.")

@@ -73,9 +73,11 @@ def invitation_create(
     email: str,
     created_by: AbstractBaseUser | None,
     application: BetaApplication | None = None,
-    base_url: str | None = None,
 ) -> IssuedInvitation:
-    """Create a single-use invitation and e-mail its link. The raw token exists only in the link."""
+    """Create a single-use invitation and e-mail its link. The raw token exists only in the link.
+
+    The link starts with WORLDSITE_SITE_URL, never with the Host of the request that caused
+    the mail (which a visitor controls, and which is plain http behind a TLS proxy)."""
     token = invitation_token_new()
     invitation = Invitation.objects.create(
         email=email.strip(),
@@ -84,7 +86,7 @@ def invitation_create(
         created_by=created_by,
         expires_at=timezone.now() + timedelta(days=settings.INVITATION_TTL_DAYS),
     )
-    link = (base_url or settings.SITE_URL).rstrip("/") + reverse(
+    link = settings.SITE_URL + reverse(
         "accounts:invitation_accept", kwargs={"token": token}
     )
     context = {"link": link, "invitation": invitation, "ttl_days": settings.INVITATION_TTL_DAYS}
@@ -101,7 +103,6 @@ def beta_applications_approve(
     *,
     applications: Iterable[BetaApplication],
     reviewer: AbstractBaseUser,
-    base_url: str | None = None,
 ) -> list[IssuedInvitation]:
     """Approve pending applications, each with a fresh invitation; others are left alone."""
     issued = []
@@ -121,7 +122,6 @@ def beta_applications_approve(
                 email=application.email,
                 created_by=reviewer,
                 application=application,
-                base_url=base_url,
             )
         )
     return issued

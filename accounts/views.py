@@ -1,9 +1,14 @@
+from urllib.parse import urlsplit
+
+from django.conf import settings
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
+from django.views.generic.edit import FormView
 
 from accounts import services
 from accounts.forms import BetaApplicationForm, InvitationSignupForm
@@ -81,3 +86,25 @@ def profile(request: HttpRequest) -> HttpResponse:
         "exports": session_selectors.export_list_for_owner(owner=request.user)[:30],
     }
     return render(request, "accounts/profile.html", context)
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """Django's reset view, with the e-mailed link built from WORLDSITE_SITE_URL: never from the
+    request's Host header (a visitor controls it) nor its scheme (http behind a TLS proxy)."""
+
+    email_template_name = "registration/password_reset_email.txt"
+
+    def form_valid(self, form):
+        site = urlsplit(settings.SITE_URL)
+        form.save(
+            domain_override=site.netloc,
+            use_https=site.scheme == "https",
+            token_generator=self.token_generator,
+            from_email=self.from_email,
+            email_template_name=self.email_template_name,
+            subject_template_name=self.subject_template_name,
+            request=self.request,
+            html_email_template_name=self.html_email_template_name,
+            extra_email_context={"site_url": settings.SITE_URL},
+        )
+        return FormView.form_valid(self, form)  # the redirect, without sending a second mail

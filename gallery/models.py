@@ -4,7 +4,7 @@ from django.db import models
 from django.urls import reverse
 
 from gallery.themes import THEME_CHOICES
-from gallery.validators import validate_reference_image
+from gallery.validators import validate_preview_video, validate_reference_image
 
 # Seeds travel to the engine as numpy seeds; keep them in a range every backend stores exactly.
 MAX_SEED = 2**31 - 1
@@ -60,7 +60,9 @@ class World(models.Model):
 
     # Drawn by the gallery media job (gallery.tasks); a painted card stands in until then.
     thumbnail = models.ImageField(upload_to="worlds/thumbnails/", blank=True)
-    preview = models.FileField(upload_to="worlds/previews/", blank=True)
+    preview = models.FileField(
+        upload_to="worlds/previews/", blank=True, validators=[validate_preview_video]
+    )
     media_version = models.PositiveIntegerField(
         default=0, help_text="Bumped whenever a look-defining field changes."
     )

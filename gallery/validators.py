@@ -76,3 +76,18 @@ def _check_dimensions(width: int, height: int) -> None:
             f"{settings.REFERENCE_IMAGE_MIN_SIDE} pixels.",
             code="too_small",
         )
+
+
+def validate_preview_video(upload: File) -> None:
+    """A world's preview is a short MP4 or WebM (the model draws them as MP4): checked by its
+    leading bytes, not its name, so an HTML page renamed .mp4 is refused too."""
+    position = upload.tell() if hasattr(upload, "tell") else 0
+    try:
+        upload.seek(0)
+        head = upload.read(12)
+    finally:
+        upload.seek(position)
+    is_mp4 = len(head) >= 12 and head[4:8] == b"ftyp"
+    is_webm = head[:4] == b"\x1a\x45\xdf\xa3"
+    if not (is_mp4 or is_webm):
+        raise ValidationError("The preview must be an MP4 or WebM video.", code="bad_format")

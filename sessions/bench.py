@@ -139,7 +139,9 @@ def run(sessions: int, seconds: float, screenshot: str | None = None) -> dict:
             )
             pages = [_start_player(browser, base, index) for index in range(sessions)]
             for page in pages:
-                page.wait_for_function("window.worldsite && window.worldsite.live", timeout=180_000)
+                page.wait_for_function(
+                    "() => window.worldsite && window.worldsite.live", timeout=180_000
+                )
                 page.evaluate(BENCH_PAGE_PROBE)
                 page.locator("#stream").focus()
             time.sleep(2.0)  # let the jitter buffers settle

@@ -78,6 +78,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "worldsite.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -86,6 +87,31 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# --- Production switches -------------------------------------------------------------------------
+# DJANGO_SECURE=1: the site is served over HTTPS by a TLS-terminating proxy that sets
+# X-Forwarded-Proto. Cookies only travel over TLS, plain http is redirected, browsers are told to
+# stick to https (HSTS), and request.is_secure() trusts the proxy's header.
+SECURE = env_bool("DJANGO_SECURE", False)
+if SECURE:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 365 * 24 * 3600)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    if not SITE_URL.startswith("https://"):
+        raise ImproperlyConfigured(
+            "DJANGO_SECURE=1 needs WORLDSITE_SITE_URL to start with https:// (e-mailed links)."
+        )
+SECURE_REFERRER_POLICY = "same-origin"
+# Scripts and styles from our own static files only (no inline scripts anywhere; style
+# attributes are allowed for progress meters); the play page's WebSocket is same-origin, and
+# WebRTC media is not governed by CSP. Uploaded media gets a stricter policy of its own.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; "
+    "img-src 'self' data: blob:; media-src 'self' blob:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+)
 
 ROOT_URLCONF = "worldsite.urls"
 ASGI_APPLICATION = "worldsite.asgi.application"

@@ -2,8 +2,9 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
-from django.views.static import serve
 
+from accounts.views import PasswordResetView
+from worldsite.media_views import media_serve
 from worldsite.ratelimits import rate_limited
 
 urlpatterns = [
@@ -16,7 +17,7 @@ urlpatterns = [
     ),
     path(
         "accounts/password_reset/",
-        rate_limited("password_reset")(auth_views.PasswordResetView.as_view()),
+        rate_limited("password_reset")(PasswordResetView.as_view()),
         name="password_reset",
     ),
     path("accounts/", include("django.contrib.auth.urls")),
@@ -27,7 +28,7 @@ urlpatterns = [
 if settings.SERVE_MEDIA:
     media_prefix = settings.MEDIA_URL.lstrip("/")
     urlpatterns += [
-        re_path(rf"^{media_prefix}(?P<path>.*)$", serve, {"document_root": settings.MEDIA_ROOT}),
+        re_path(rf"^{media_prefix}(?P<path>.*)$", media_serve),
     ]
 
 admin.site.site_header = "Worldsite administration"

@@ -31,20 +31,34 @@ def browser():
         browser.close()
 
 
+def watch_csp(page, violations: list[str]) -> None:
+    """Collect what the site's Content-Security-Policy blocks on `page` (none is allowed)."""
+    page.on(
+        "console",
+        lambda message: violations.append(message.text)
+        if "Content Security Policy" in message.text else None,
+    )
+
+
 @pytest.fixture
 def new_page(browser):
-    """Open pages in fresh contexts (separate cookie jars: one per person in the story)."""
+    """Open pages in fresh contexts (separate cookie jars: one per person in the story).
+    Every page is watched for Content-Security-Policy violations; any fails the test."""
     contexts = []
+    violations: list[str] = []
 
     def open_page(width: int = 1280, height: int = 860):
         context = browser.new_context(viewport={"width": width, "height": height})
         context.set_default_timeout(15_000)
         contexts.append(context)
-        return context.new_page()
+        page = context.new_page()
+        watch_csp(page, violations)
+        return page
 
     yield open_page
     for context in contexts:
         context.close()
+    assert not violations, violations
 
 
 @pytest.fixture

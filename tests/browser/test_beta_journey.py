@@ -22,7 +22,10 @@ def seeded(monkeypatch):
     call_command("seed_demo", stdout=open("/dev/null", "w"))  # noqa: SIM115
 
 
-def test_apply_approve_invite_signup_and_play_page(live_server, new_page, screenshot, seeded):
+def test_apply_approve_invite_signup_and_play_page(
+    live_server, new_page, screenshot, seeded, settings
+):
+    settings.SITE_URL = live_server.url  # e-mailed links are built from WORLDSITE_SITE_URL
     visitor = new_page()
     visitor.goto(live_server.url + "/")
     assert "neural world model" in visitor.content()

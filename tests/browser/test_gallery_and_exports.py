@@ -29,10 +29,10 @@ def test_gallery_shows_thumbnails_drawn_by_the_model(live_server, new_page, scre
     image = page.locator(".world-card img.world-thumb")
     assert image.count() == 1
     page.wait_for_function(
-        "document.querySelector('.world-card img.world-thumb').naturalWidth === 256"
+        "() => document.querySelector('.world-card img.world-thumb').naturalWidth === 256"
     )
     page.hover(".world-card")
-    page.wait_for_function("!document.querySelector('.world-preview').paused")
+    page.wait_for_function("() => !document.querySelector('.world-preview').paused")
     screenshot(page, "30-gallery-thumbnails")
 
 
@@ -59,7 +59,7 @@ def test_export_a_past_session_and_download_it(
     row = page.locator(".export-row")
     assert row.count() == 1
     page.wait_for_function(
-        "document.querySelector('.export-row .meter').getAttribute('aria-valuenow') === '100'"
+        "() => document.querySelector('.export-row .meter').getAttribute('aria-valuenow') === '100'"
     )
     screenshot(page, "31-export-ready")
     with page.expect_download() as download_info:

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from sessions.models import PlaySession
-from tests.browser.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS
+from tests.browser.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, watch_csp
 from tests.factories import UserFactory, WorldFactory
 from tests.play.conftest import database_env_for_namespace
 from tests.play.recordings import divergence, first_frame_with, recorded_session
@@ -60,6 +60,8 @@ def chromium_in(netns, tmp_path):
 def _play_in_browser(browser, base: str, user, world, *, walk: bool, shots: str | None) -> dict:
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(30_000)
+    violations: list[str] = []
+    watch_csp(page, violations)
     page.goto(base + "/accounts/login/")
     page.fill("input[name=username]", user.username)
     page.fill("input[name=password]", PASSWORD)
@@ -68,9 +70,16 @@ def _play_in_browser(browser, base: str, user, world, *, walk: bool, shots: str 
     page.goto(base + world.get_absolute_url())
     page.click("text=Play this world")
     page.wait_for_url("**/play/**")
-    page.wait_for_function("window.worldsite && window.worldsite.live === true", timeout=120_000)
+    policy = page.evaluate("async () => (await fetch(location.href)).headers.get("
+                           "'content-security-policy')")
+    assert "script-src 'self'" in policy  # the play page streams under the site's CSP
+    # Predicates as functions, not strings: the page's CSP forbids eval, which strings need.
     page.wait_for_function(
-        "window.worldsite.framesDecoded > 40 && window.worldsite.audioSamplesReceived > 96000",
+        "() => window.worldsite && window.worldsite.live === true", timeout=120_000
+    )
+    page.wait_for_function(
+        "() => window.worldsite.framesDecoded > 40"
+        " && window.worldsite.audioSamplesReceived > 96000",
         timeout=30_000,
     )
     page.locator("#stream").focus()
@@ -82,7 +91,7 @@ def _play_in_browser(browser, base: str, user, world, *, walk: bool, shots: str 
     page.fill("input[name=prompt]", "make it night")
     page.keyboard.press("Enter")
     page.wait_for_function(
-        "document.getElementById('prompt-feedback').textContent.includes('listening')"
+        "() => document.getElementById('prompt-feedback').textContent.includes('listening')"
     )
     page.wait_for_timeout(2500)
     night = page.evaluate(SAMPLE_PICTURE, 1000)
@@ -90,10 +99,13 @@ def _play_in_browser(browser, base: str, user, world, *, walk: bool, shots: str 
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"{shots}-live.png"))
     page.click("#end-session")
-    page.wait_for_function("document.getElementById('play-root').dataset.finalState === 'ended'")
+    page.wait_for_function(
+        "() => document.getElementById('play-root').dataset.finalState === 'ended'"
+    )
     if shots:
         page.screenshot(path=str(ARTIFACTS / f"{shots}-ended.png"))
     page.close()
+    assert not violations, violations
     return {"idle": idle, "moving": moving, "night": night}
 
 
