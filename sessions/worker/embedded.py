@@ -4,6 +4,7 @@ import asyncio
 import logging
 
 from sessions.worker.bootstrap import build_worker, preload_engine
+from sessions.worker.service import EngineWorker
 
 logger = logging.getLogger(__name__)
 _task: asyncio.Task | None = None
@@ -23,12 +24,33 @@ def embedded_worker_loading() -> bool:
     return _task is not None and not _task.done() and not _ready
 
 
+SHUTDOWN_REASON = (
+    "The server is restarting, so this session was ended. Everything up to now is recorded."
+)
+SHUTDOWN_GRACE_S = 8.0
+
+
+def _end_sessions_before_the_server_stops(worker: EngineWorker) -> None:
+    """On SIGTERM daphne stops Twisted's reactor: first end every session (players told,
+    recordings closed, rows finished), within SHUTDOWN_GRACE_S, while the sockets still work."""
+    from twisted.internet import defer, reactor
+
+    def before_shutdown():
+        ending = asyncio.wait_for(worker.shutdown(SHUTDOWN_REASON, failed=False), SHUTDOWN_GRACE_S)
+        return defer.Deferred.fromFuture(asyncio.ensure_future(ending))
+
+    if getattr(reactor, "running", False):
+        reactor.addSystemEventTrigger("before", "shutdown", before_shutdown)
+
+
 async def _run() -> None:
     global _ready
     try:
         await preload_engine()
         _ready = True
-        await build_worker(name="embedded").run()
+        worker = build_worker(name="embedded")
+        _end_sessions_before_the_server_stops(worker)
+        await worker.run()
     except asyncio.CancelledError:
         raise
     except Exception:

@@ -96,6 +96,7 @@ class EngineWorker:
         self.sessions: dict[str, LiveSession] = {}
         self.channel = ""
         self._tasks: list[asyncio.Task] = []
+        self._finishing: set[asyncio.Future] = set()  # sessions being wound down
         self._stopping = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -112,14 +113,20 @@ class EngineWorker:
         finally:
             await self.shutdown("The world engine worker shut down.")
 
-    async def shutdown(self, reason: str) -> None:
+    async def shutdown(self, reason: str, failed: bool = True) -> None:
+        """Stop taking sessions and end every running one: each player is told why, each
+        recording closed and each row finished before this returns."""
         if self._stopping:
             return
         self._stopping = True
         for task in self._tasks:
             task.cancel()
-        for session_id in list(self.sessions):
-            await self._stop_session(session_id, reason, failed=True)
+        await asyncio.gather(*(
+            self._stop_session(session_id, reason, failed=failed)
+            for session_id in list(self.sessions)
+        ))
+        if self._finishing:
+            await asyncio.gather(*self._finishing, return_exceptions=True)
 
     @property
     def free_slots(self) -> int:
@@ -225,9 +232,7 @@ class EngineWorker:
         )
 
         def on_stop(reason: str) -> None:  # on the runner's thread
-            loop.call_soon_threadsafe(
-                lambda: asyncio.ensure_future(self._runner_stopped(session_id, reason))
-            )
+            loop.call_soon_threadsafe(self._track_finish, session_id, reason)
 
         runner = SessionRunner(
             engine_session, frames, fps=info["fps"],
@@ -311,6 +316,11 @@ class EngineWorker:
         live.runner.stop(reason)  # on_stop -> _runner_stopped, once the thread has wound down
         if live.runner.started:
             await asyncio.get_running_loop().run_in_executor(None, live.runner.join, 5.0)
+
+    def _track_finish(self, session_id: str, reason: str) -> None:
+        finishing = asyncio.ensure_future(self._runner_stopped(session_id, reason))
+        self._finishing.add(finishing)
+        finishing.add_done_callback(self._finishing.discard)
 
     async def _runner_stopped(self, session_id: str, reason: str) -> None:
         live = self.sessions.pop(session_id, None)

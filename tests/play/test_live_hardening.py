@@ -1,9 +1,10 @@
-"""Attacks on a real daphne with a live session: huge anonymous POSTs get a 413 before their
-body is held or parsed, and a flood of malformed data-channel messages is refused one by one;
-through both, the session's video keeps its pace and the session stays live."""
+"""A real daphne with a live session: huge anonymous POSTs get a 413 before their body is held
+or parsed, and a flood of malformed data-channel messages is refused one by one; through both,
+the session's video keeps its pace and the session stays live. SIGTERM ends it cleanly."""
 
 import asyncio
 import json
+import signal
 import sys
 import time
 
@@ -15,6 +16,7 @@ from sessions.models import PlaySession
 from tests.factories import UserFactory, WorldFactory
 from tests.fuzz import malformed_messages
 from tests.play.client import PlayClient
+from tests.play.recordings import recorded_session
 
 pytestmark = [pytest.mark.play, pytest.mark.django_db(transaction=True)]
 
@@ -119,3 +121,40 @@ async def test_huge_posts_get_413_and_live_video_keeps_its_pace(embedded_server)
         assert not player.final.is_set()
     finally:
         await player.close()
+
+
+async def test_sigterm_ends_live_sessions_cleanly_and_exits_within_10_s(servers, settings):
+    """daphne with the embedded engine used to keep generating frames for minutes after SIGTERM
+    (a non-daemon wait on the engine thread); now the player is told, the recording closed, the
+    row finished, and the process gone within 10 s."""
+    host = servers.daphne(env={"REDIS_URL": "", "WORLDSITE_ENGINE_EMBEDDED": "1"})
+    daphne = servers.processes[-1]
+    world = await asyncio.to_thread(WorldFactory)
+    user = await asyncio.to_thread(UserFactory)
+    reservation = await asyncio.to_thread(services.session_reserve, user=user, world=world)
+    session_id = str(reservation.session.pk)
+    player = PlayClient(host, session_id, await asyncio.to_thread(_login_cookie, user))
+    await player.connect()
+    try:
+        await asyncio.wait_for(player.live.wait(), timeout=120)
+        await player.hold_for(["W"], 2.0)
+        signalled = time.monotonic()
+        daphne.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(daphne.wait, 15)
+        took = time.monotonic() - signalled
+        print(f"daphne exited {took:.1f} s after SIGTERM with code {code}")
+        assert took <= 10.0
+        await asyncio.wait_for(player.final.wait(), 5)
+    finally:
+        await player.close()
+
+    told = [m for m in player.messages if m["type"] == "status" and m.get("reason")]
+    told += [m for m in player.engine_messages if m.get("type") == "ended"]
+    assert any("server is restarting" in m["reason"] for m in told), player.messages[-5:]
+    session = await asyncio.to_thread(PlaySession.objects.get, pk=session_id)
+    assert session.state == "ended" and "server is restarting" in session.end_reason
+    frames, _ = await asyncio.to_thread(
+        recorded_session, settings.RECORDINGS_ROOT / session_id, 2
+    )
+    meta = json.loads((settings.RECORDINGS_ROOT / session_id / "meta.json").read_text())
+    assert "server is restarting" in meta["end_reason"] and len(frames) == meta["frames"] >= 20

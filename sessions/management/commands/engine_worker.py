@@ -1,12 +1,18 @@
 """Run an engine worker process (the scaled configuration: needs REDIS_URL)."""
 
 import asyncio
+import contextlib
 import signal
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from sessions.worker.bootstrap import build_worker, default_worker_name, preload_engine
+
+STOPPED_REASON = (
+    "The world engine worker was stopped, so this session was ended. Everything up to now is "
+    "recorded."
+)
 
 
 class Command(BaseCommand):
@@ -31,10 +37,13 @@ class Command(BaseCommand):
         worker = build_worker(name=name, capacity=capacity)
         loop = asyncio.get_running_loop()
         task = asyncio.ensure_future(worker.run())
+
+        async def stop() -> None:  # SIGTERM: end every session cleanly, then exit
+            await worker.shutdown(STOPPED_REASON, failed=False)
+            task.cancel()
+
         for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, task.cancel)
+            loop.add_signal_handler(signum, lambda: asyncio.ensure_future(stop()))
         self.stdout.write(self.style.SUCCESS(f"Engine worker {name} ready, capacity {capacity}."))
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await task
-        except asyncio.CancelledError:
-            await worker.shutdown("The world engine worker was stopped.")
