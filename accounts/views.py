@@ -26,15 +26,13 @@ def beta_apply(request: HttpRequest) -> HttpResponse:
         return redirect("gallery:world_list")
     form = BetaApplicationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        _, created = services.beta_application_submit(**form.cleaned_data)
-        request.session["beta_application_new"] = created
+        services.beta_application_submit(**form.cleaned_data)
         return redirect("accounts:beta_thanks")
     return render(request, "accounts/beta_apply.html", {"form": form})
 
 
 def beta_thanks(request: HttpRequest) -> HttpResponse:
-    created = request.session.pop("beta_application_new", True)
-    return render(request, "accounts/beta_thanks.html", {"created": created})
+    return render(request, "accounts/beta_thanks.html")
 
 
 @require_http_methods(["GET", "POST"])

@@ -15,6 +15,10 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("WORLDSITE_VAR_DIR", BASE_DIR / "var"))
+# Local state (database, secret key, recordings, exports, media) is for this account only.
+VAR_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
+if VAR_DIR.stat().st_uid == os.getuid():
+    VAR_DIR.chmod(0o700)
 
 
 def env_bool(name: str, default: bool) -> bool:

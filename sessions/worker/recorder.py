@@ -28,7 +28,11 @@ class SessionRecorder:
     def __init__(self, folder: Path, *, fps: int, width: int, height: int, spec: dict) -> None:
         self.folder = folder
         self.fps = fps
-        folder.mkdir(parents=True, exist_ok=True)
+        # Recordings are private to the account running the site: the session folder and its
+        # parent (the recordings root) are owner-only, whatever the umask says.
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for private in (folder.parent, folder):
+            private.chmod(0o700)
         self._lock = threading.Lock()
         self._inputs = (folder / "inputs.jsonl").open("a", encoding="utf-8")
         spec = dict(spec)

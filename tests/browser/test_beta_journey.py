@@ -45,7 +45,7 @@ def test_apply_approve_invite_signup_and_play_page(
     screenshot(visitor, "03-apply")
     visitor.click("button[type=submit]")
     visitor.wait_for_url("**/beta/thanks/")
-    assert "on the list" in visitor.content()
+    assert "application is in" in visitor.content()
     screenshot(visitor, "04-applied")
     assert BetaApplication.objects.get().status == "pending"
 

@@ -328,3 +328,13 @@ async def test_generated_garbage_on_a_live_sessions_socket_leaves_the_session_li
     assert (await _state(session_id))[0] == "live"
     to_worker = await asyncio.wait_for(layer.receive(worker), 5)
     assert to_worker["type"] == "engine.detach" and to_worker["session_id"] == session_id
+
+
+@pytest.mark.parametrize("path", ["/ws/nope/", "/ws/play/not-a-uuid/", "/anything"])
+async def test_unknown_websocket_paths_are_refused_without_an_error(path):
+    from worldsite.asgi import application
+
+    communicator = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://127.0.0.1")])
+    connected, _ = await communicator.connect()
+    assert connected is False  # refused at the handshake, no exception from the router
+    await communicator.disconnect()
