@@ -8,7 +8,7 @@ PORT   ?= 8000
 RUN_STAMP  := $(VENV)/.run-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: install install-dev run serve test lint browser clean
+.PHONY: install install-dev run serve test lint browser clean soak
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ run: install
 test: install-dev browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+## make soak: players come and go at random for 4 minutes, then the checks; prints JSON
+soak: install-dev
+	$(BIN)/python -m sessions.soak --json
 
 lint: install-dev
 	$(BIN)/ruff check .

@@ -12,10 +12,10 @@ import pytest
 from django.test import Client
 
 from sessions import services
+from sessions.fuzz import malformed_messages
 from sessions.models import PlaySession
+from sessions.player import PlayClient
 from tests.factories import UserFactory, WorldFactory
-from tests.fuzz import malformed_messages
-from tests.play.client import PlayClient
 from tests.play.recordings import recorded_session
 
 pytestmark = [pytest.mark.play, pytest.mark.django_db(transaction=True)]

@@ -300,7 +300,7 @@ async def test_generated_garbage_on_a_live_sessions_socket_leaves_the_session_li
 ):
     """Fuzz: mutated messages on the socket of a live session. The socket is closed for too many
     bad messages (the page reconnects); the session itself stays live on its worker."""
-    from tests.fuzz import malformed_messages
+    from sessions.fuzz import malformed_messages
 
     world, owner, _ = world_and_players
     reservation, session_id, communicator = await _started_by(owner, world)

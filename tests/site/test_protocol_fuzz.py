@@ -7,6 +7,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sessions.fuzz import malformed_messages
 from sessions.protocol import (
     MAX_CAMERA_DELTA,
     MAX_PROMPT_CHARS,
@@ -15,7 +16,6 @@ from sessions.protocol import (
     parse_ws_message,
 )
 from sessions.worker.peer import PlayPeer
-from tests.fuzz import malformed_messages
 
 FIELDS = ["type", "sdp", "t", "keys", "yaw", "pitch", "seq", "text"]
 TYPES = ["offer", "end", "ping", "input", "prompt", "", "gift", "INPUT"]

@@ -1,4 +1,7 @@
-"""A Python player: WebSocket signalling + an aiortc peer, as the browser does it."""
+"""A Python player: WebSocket signalling + an aiortc peer, as the browser does it.
+
+Used by the play tests and by the soak (sessions.soak); needs the dev requirements (websockets).
+"""
 
 import asyncio
 import contextlib
@@ -12,7 +15,9 @@ from aiortc.mediastreams import MediaStreamError
 
 
 class PlayClient:
-    def __init__(self, host: str, session_id: str, sessionid_cookie: str) -> None:
+    def __init__(
+        self, host: str, session_id: str, sessionid_cookie: str, keep_frames: bool = True
+    ) -> None:
         self.host = host
         self.session_id = session_id
         self.cookie = sessionid_cookie
@@ -23,6 +28,8 @@ class PlayClient:
         self.messages: list[dict] = []
         self.engine_messages: list[dict] = []
         self.video: list[tuple[float, np.ndarray]] = []
+        self.keep_frames = keep_frames  # False: count frames only (long soaks)
+        self.frame_count = 0
         self.audio_samples = 0
         self.audio_rate = 0
         self.live = asyncio.Event()
@@ -81,7 +88,9 @@ class PlayClient:
         with contextlib.suppress(MediaStreamError):
             while True:
                 frame = await track.recv()
-                self.video.append((time.monotonic(), frame.to_ndarray(format="rgb24")))
+                self.frame_count += 1
+                if self.keep_frames:
+                    self.video.append((time.monotonic(), frame.to_ndarray(format="rgb24")))
 
     async def _read_audio(self, track) -> None:
         with contextlib.suppress(MediaStreamError):

@@ -1,5 +1,5 @@
-"""A fast generator of malformed play messages (mutations of valid ones), for floods through
-live handlers where Hypothesis's per-example cost is too high."""
+"""A fast generator of malformed play messages (mutations of valid ones): floods through live
+handlers in the tests and the soak, where Hypothesis's per-example cost is too high."""
 
 import json
 import random
