@@ -53,6 +53,7 @@ class PlayConsumer(AsyncWebsocketConsumer):
         self.engine_requested_at: float | None = None
         self.worker_channel = session.worker_channel
         self.closed = False
+        self.final_sent = False
         await database_sync_to_async(services.session_page_seen)(session=session)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -134,8 +135,8 @@ class PlayConsumer(AsyncWebsocketConsumer):
                     last_status = status
             elif session.state == State.STARTING and not self.worker_channel:
                 await self._request_engine(session)
-            elif not session.is_active:
-                await self._send_final(session)
+            elif not session.is_active:  # in case the session.closed message was lost
+                await self._close_with_final(session.state, session.end_reason)
                 return
             await asyncio.sleep(1.0)
 
@@ -180,31 +181,36 @@ class PlayConsumer(AsyncWebsocketConsumer):
         await self._send({"type": "stats", **stats})
 
     async def engine_stopped(self, event: dict[str, Any]) -> None:
+        """Only when a worker could not record a session's end itself (database away)."""
         reason = event.get("reason") or "Session ended."
         await self._finish(reason, failed=bool(event.get("failed")))
 
     async def session_closed(self, event: dict[str, Any]) -> None:
-        await self._send({
-            "type": "status", "state": "failed" if event.get("failed") else "ended",
-            "reason": event.get("reason", ""),
-        })
-        await self.close()
+        """From services.session_finish: the one notice that the session is over."""
+        state = State.FAILED if event.get("failed") else State.ENDED
+        await self._close_with_final(state, event.get("reason", ""))
 
     # -- helpers --------------------------------------------------------------------------------
     async def _finish(self, reason: str, failed: bool = False) -> None:
+        """End the session through the service; its session.closed message tells the page."""
         session = await self._load()
-        if session is not None:
-            await database_sync_to_async(services.session_finish)(
-                session=session, reason=reason, failed=failed
-            )
+        if session is None:
+            await self.close()
+            return
+        ended = await database_sync_to_async(services.session_finish)(
+            session=session, reason=reason, failed=failed
+        )
+        if not ended:  # it had already finished: say how, from the record
             session = await self._load()
-            await self._send_final(session)
-        await self.close()
+            await self._close_with_final(session.state, session.end_reason)
 
-    async def _send_final(self, session: PlaySession | None) -> None:
-        if session is not None and not session.is_active:
-            await self._send({"type": "status", "state": session.state,
-                              "reason": session.end_reason})
+    async def _close_with_final(self, state: str, reason: str) -> None:
+        """Send the page its one closing status, then close the socket."""
+        if self.final_sent:
+            return
+        self.final_sent = True
+        await self._send({"type": "status", "state": state, "reason": reason})
+        await self.close()
 
     async def _load(self) -> PlaySession | None:
         return await database_sync_to_async(

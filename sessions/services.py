@@ -165,18 +165,9 @@ def session_mark_live(*, session: PlaySession) -> PlaySession:
 
 
 def session_end(*, session: PlaySession, reason: str) -> PlaySession:
-    """End a session normally (player left, time up, admin); raises if it already finished."""
-    _transition(session, State.ENDED, reason=reason)
-    _notify_session_closed(session)
-    session_advance_queue()
-    return session
-
-
-def session_fail(*, session: PlaySession, reason: str) -> PlaySession:
-    """End a session because something broke; the reason is shown to the player."""
-    _transition(session, State.FAILED, reason=reason)
-    _notify_session_closed(session)
-    session_advance_queue()
+    """End a session normally (admin, player); raises IllegalTransition if it already finished."""
+    if not session_finish(session=session, reason=reason):
+        raise IllegalTransition(f"Session {session.pk} had already finished.")
     return session
 
 
@@ -188,28 +179,34 @@ STALE_WORKER_REASON = (
 )
 
 
-def _notify_session_closed(session: PlaySession) -> None:
-    """Tell the player's page and the engine worker, once the transaction has committed."""
+def _notify_session_closed(session: PlaySession, *, tell_worker: bool) -> None:
+    """Tell the player's page (and the worker, unless it reported the end itself), once the
+    transaction has committed."""
     from sessions import notify  # channel-layer plumbing; imported late to keep services light
 
+    worker_channel = session.worker_channel if tell_worker else ""
     transaction.on_commit(
         lambda: notify.session_closed(
             session_id=str(session.pk),
-            worker_channel=session.worker_channel,
+            worker_channel=worker_channel,
             reason=session.end_reason,
             failed=session.state == State.FAILED,
         )
     )
 
 
-def session_finish(*, session: PlaySession, reason: str, failed: bool = False) -> bool:
-    """End or fail a session from anywhere (player, worker, admin, sweeper); False if it had
-    already finished. The page and the worker hear about it either way."""
+def session_finish(
+    *, session: PlaySession, reason: str, failed: bool = False, by_worker: bool = False
+) -> bool:
+    """The one way a session ends (player, worker, admin, housekeeping, shutdown): the state
+    changes once, the page hears it once (`session.closed`), the worker is told to stop unless
+    it is the one reporting the end (`by_worker`), and the queue moves up. False, and nothing
+    sent, if the session had already finished."""
     try:
         _transition(session, State.FAILED if failed else State.ENDED, reason=reason)
     except IllegalTransition:
         return False
-    _notify_session_closed(session)
+    _notify_session_closed(session, tell_worker=not by_worker)
     session_advance_queue()
     return True
 

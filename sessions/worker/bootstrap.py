@@ -41,7 +41,9 @@ class DatabaseSessionStore:
     def finish(self, session_id: str, reason: str, failed: bool) -> None:
         session = PlaySession.objects.filter(pk=session_id).first()
         if session is not None:
-            services.session_finish(session=session, reason=reason, failed=failed)
+            services.session_finish(
+                session=session, reason=reason, failed=failed, by_worker=True
+            )
 
     @database_sync_to_async
     def heartbeat(self, session_ids: list[str]) -> None:

@@ -143,10 +143,10 @@ class EngineWorker:
                 await self._start_session(message)
             except Exception:
                 logger.exception("could not start session %s", message.get("session_id"))
-                await self._report(message.get("session_id", ""), {
-                    "type": "engine.stopped", "failed": True,
-                    "reason": "The world engine could not start this world.",
-                })
+                await self._finished(
+                    str(message.get("session_id", "")),
+                    "The world engine could not start this world.", failed=True,
+                )
 
     async def _control_loop(self) -> None:
         while True:
@@ -328,12 +328,16 @@ class EngineWorker:
             return
         failed = live.forced_failure or live.runner.failed
         if live.peer is not None:
-            live.peer.notify({"type": "ended", "reason": reason, "failed": failed})
-            await asyncio.sleep(0.1)
             await live.peer.close()
+        await self._finished(session_id, reason, failed)
+
+    async def _finished(self, session_id: str, reason: str, failed: bool) -> None:
+        """Record the end through the session service, which tells the page. Only if that
+        fails (the database away) does the worker tell the page itself."""
         try:
             await self.store.finish(session_id, reason, failed)
-        finally:
+        except Exception:
+            logger.exception("could not record the end of %s", session_id)
             await self._report(
                 session_id, {"type": "engine.stopped", "reason": reason, "failed": failed}
             )

@@ -99,9 +99,10 @@ async def test_huge_posts_get_413_and_live_video_keeps_its_pace(embedded_server)
             assert "too large" in body and "limit is 6.0 MB" in body
         fps = frames / 5.0
         print(f"decoded {baseline:.1f} fps before, {fps:.1f} fps during the POSTs")
-        # >= 18 fps; on a machine too busy to give 20 fps even without the attack, the POSTs
-        # may cost at most 1.5 fps of what it does give (they froze it to ~1 fps before).
-        assert fps >= min(18.0, baseline - 1.5), f"video slowed to {fps:.1f} fps ({baseline})"
+        # >= 18 fps; on a machine too busy to give 20 fps even without the attack (the shared
+        # 2-core CI box), receiving and dropping 180 MB may cost at most 3 fps of what it does
+        # give. Before the limit the loop froze: ~1 fps, then the session failed.
+        assert fps >= min(18.0, baseline - 3.0), f"video slowed to {fps:.1f} fps ({baseline})"
 
         # 3,000 malformed inputs on the data channel (deep nesting, 400-digit numbers, ...) at
         # ~1,000 a second: they used to raise inside aiortc's DTLS transport and kill the media.
@@ -115,7 +116,7 @@ async def test_huge_posts_get_413_and_live_video_keeps_its_pace(embedded_server)
         await player.hold_for(["D"], 3.0)
         after = len(player.frames_between(flooded, flooded + 3.0)) / 3.0
         print(f"decoded {after:.1f} fps after 3,000 malformed inputs")
-        assert after >= min(18.0, baseline - 1.5), f"video fell to {after:.1f} fps after the flood"
+        assert after >= min(18.0, baseline - 3.0), f"video fell to {after:.1f} fps after the flood"
         session = await asyncio.to_thread(PlaySession.objects.get, pk=session_id)
         assert session.state == "live"
         assert not player.final.is_set()

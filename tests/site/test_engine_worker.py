@@ -46,6 +46,13 @@ def worker_setup(tmp_path: Path):
     return layer, store, worker
 
 
+async def _until(condition, timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition never became true"
+        await asyncio.sleep(0.05)
+
+
 async def _next(layer, channel, kind: str, limit: int = 20) -> dict:
     for _ in range(limit):
         message = await asyncio.wait_for(layer.receive(channel), 5)
@@ -97,8 +104,8 @@ async def test_worker_claims_answers_errors_and_stops(worker_setup):
             accepted["worker_channel"],
             {"type": "engine.stop", "session_id": "s1", "reason": "Player left."},
         )
-        stopped = await _next(layer, page, "engine.stopped")
-        assert stopped == {"type": "engine.stopped", "reason": "Player left.", "failed": False}
+        # The end is recorded through the store (the session service, which tells the page).
+        await _until(lambda: store.finished)
         assert store.finished == [("s1", "Player left.", False)]
         assert worker.sessions == {}
     finally:
@@ -120,8 +127,9 @@ async def test_a_claimed_session_whose_page_never_connects_is_ended(worker_setup
             "spec": {"seed": 1, "theme": "misty_coast"},
         })
         await _next(layer, page, "engine.accepted")
-        stopped = await _next(layer, page, "engine.stopped")
-        assert stopped["failed"] and "never connected" in stopped["reason"]
+        await _until(lambda: store.finished)
+        [(session_id, reason, failed)] = store.finished
+        assert failed and "never connected" in reason
         assert worker.sessions == {} and worker.free_slots == 1
     finally:
         task.cancel()
@@ -158,8 +166,8 @@ async def test_closing_a_stale_tab_does_not_end_the_session_in_the_newer_one(wor
         await layer.send(accepted["worker_channel"], {
             "type": "engine.detach", "session_id": "s1", "reply_channel": new_tab,
         })
-        stopped = await _next(layer, page, "engine.stopped")
-        assert stopped["reason"] == "Player left."
+        await _until(lambda: store.finished)
+        assert store.finished == [("s1", "Player left.", False)]
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

@@ -173,8 +173,15 @@ async def test_engine_handshake_relays_sdp_and_marks_live(world_and_players):
     assert stats["seconds_left"] == 99
 
     await communicator.send_to(text_data=json.dumps({"type": "end"}))
-    final = await _receive_until(communicator, lambda m: m.get("state") == "ended")
-    assert final["reason"] == "Player ended the session."
+    closing = []
+    while (output := await communicator.receive_output(timeout=5))["type"] != "websocket.close":
+        message = json.loads(output["text"])
+        if message.get("state") in ("ended", "failed"):
+            closing.append(message)
+    # One closing message (there used to be two: the consumer's own and the service's).
+    assert closing == [
+        {"type": "status", "state": "ended", "reason": "Player ended the session."}
+    ]
     assert await _state(session_id) == ("ended", "Player ended the session.")
     stop = await asyncio.wait_for(layer.receive(worker_channel), 10)
     assert stop == {
@@ -182,6 +189,25 @@ async def test_engine_handshake_relays_sdp_and_marks_live(world_and_players):
         "session_id": session_id,
         "reason": "Player ended the session.",
     }
+    # The worker reports the end it was asked for: no second notice to the page, no second
+    # stop message to the worker.
+    await database_sync_to_async(_finish_as_worker)(session_id)
+    assert await _nothing(layer, worker_channel)
+
+
+async def _nothing(layer, channel) -> bool:
+    try:
+        await asyncio.wait_for(layer.receive(channel), 1.0)
+    except TimeoutError:
+        return True
+    return False
+
+
+def _finish_as_worker(session_id: str) -> None:
+    session = PlaySession.objects.get(pk=session_id)
+    assert services.session_finish(
+        session=session, reason="Player ended the session.", by_worker=True
+    ) is False
 
 
 @pytest.mark.parametrize(
