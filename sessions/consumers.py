@@ -17,11 +17,11 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from gallery import selectors as gallery_selectors
-from sessions import selectors, services
+from sessions import messages, selectors, services
+from sessions.messages import START_CHANNEL, session_group
 from sessions.models import PlaySession
 from sessions.protocol import ProtocolError, parse_ws_message
 from sessions.worker.peer import TokenBucket
-from sessions.worker.service import START_CHANNEL, session_group
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class PlayConsumer(AsyncWebsocketConsumer):
             ensure_embedded_worker()
         self.supervisor = asyncio.ensure_future(self._supervise())
         if self.worker_channel and session.is_active:  # a page reconnecting to a running world
-            await self._send({"type": "ready"})
+            await self._send(messages.page_ready())
 
     async def disconnect(self, code: int) -> None:
         if not hasattr(self, "group"):
@@ -77,10 +77,9 @@ class PlayConsumer(AsyncWebsocketConsumer):
         if self.worker_channel:
             # The worker keeps the world running for a short grace period so a page that lost
             # its connection for a moment can reconnect; then it ends the session itself.
-            await self.channel_layer.send(self.worker_channel, {
-                "type": "engine.detach", "session_id": self.session_id,
-                "reply_channel": self.channel_name,
-            })
+            await self.channel_layer.send(self.worker_channel, messages.engine_detach(
+                session_id=self.session_id, reply_channel=self.channel_name
+            ))
         else:
             await self._finish("Player left before the world started.")
 
@@ -96,23 +95,24 @@ class PlayConsumer(AsyncWebsocketConsumer):
             return
         kind = message["type"]
         if kind == "ping":
-            await self._send({"type": "pong", "t": message["t"]})
+            await self._send(messages.page_pong(t=message["t"]))
         elif kind == "end":
             await self._finish("Player ended the session.")
         elif kind == "offer":
             if not self.worker_channel:
-                await self._send({"type": "error", "code": "not_ready",
-                                  "message": "The world is not ready for a connection yet."})
+                await self._send(messages.page_error(
+                    code="not_ready", message="The world is not ready for a connection yet."
+                ))
                 return
-            await self.channel_layer.send(self.worker_channel, {
-                "type": "engine.offer", "session_id": self.session_id, "sdp": message["sdp"],
-                "reply_channel": self.channel_name, "codec": settings.WEBRTC_VIDEO_CODEC,
-            })
+            await self.channel_layer.send(self.worker_channel, messages.engine_offer(
+                session_id=self.session_id, sdp=message["sdp"],
+                reply_channel=self.channel_name, codec=settings.WEBRTC_VIDEO_CODEC,
+            ))
 
     async def _bad_message(self, code: str, text: str) -> None:
         self.bad_messages += 1
         logger.info("session %s: bad message (%s)", self.session_id, code)
-        await self._send({"type": "error", "code": code, "message": text})
+        await self._send(messages.page_error(code=code, message=text))
         if self.bad_messages > MAX_BAD_MESSAGES:
             await self.close(code=CLOSE_TOO_MANY_ERRORS)
 
@@ -140,52 +140,50 @@ class PlayConsumer(AsyncWebsocketConsumer):
                 return
             await asyncio.sleep(1.0)
 
-    def _queue_status(self, session: PlaySession) -> dict[str, Any]:
+    def _queue_status(self, session: PlaySession) -> messages.PageStatus:
         position = selectors.queue_position(session=session)
-        return {
-            "type": "status", "state": "queued", "position": position,
-            "eta_s": selectors.queue_eta_seconds(position=position or 1),
-        }
+        return messages.page_status(
+            State.QUEUED, position=position,
+            eta_s=selectors.queue_eta_seconds(position=position or 1),
+        )
 
     async def _request_engine(self, session: PlaySession) -> None:
         now = time.monotonic()
         if self.engine_requested_at is None:
             self.engine_requested_at = now
-            await self._send({"type": "status", "state": "starting"})
-            await self.channel_layer.send(START_CHANNEL, {
-                "type": "engine.start", "session_id": self.session_id,
-                "allowed_seconds": session.allowed_seconds,
-                "spec": await sync_to_async(_world_spec)(session),
-            })
+            await self._send(messages.page_status(State.STARTING))
+            await self.channel_layer.send(START_CHANNEL, messages.engine_start(
+                session_id=self.session_id, allowed_seconds=session.allowed_seconds,
+                spec=await sync_to_async(_world_spec)(session),
+            ))
         elif _embedded_engine_loading():
             self.engine_requested_at = now  # loading the model is not a missing engine
         elif now - self.engine_requested_at > settings.ENGINE_START_TIMEOUT:
             await self._finish(NO_ENGINE_REASON, failed=True)
 
     # -- worker -> page (group messages) ----------------------------------------------------------
-    async def engine_accepted(self, event: dict[str, Any]) -> None:
+    async def engine_accepted(self, event: messages.EngineAccepted) -> None:
         self.worker_channel = event["worker_channel"]
-        await self._send({"type": "ready"})
+        await self._send(messages.page_ready())
 
-    async def engine_answer(self, event: dict[str, Any]) -> None:
-        await self._send({"type": "answer", "sdp": event["sdp"]})
+    async def engine_answer(self, event: messages.EngineAnswer) -> None:
+        await self._send(messages.page_answer(sdp=event["sdp"]))
 
-    async def engine_error(self, event: dict[str, Any]) -> None:
-        await self._send({"type": "error", "code": "engine", "message": event["message"]})
+    async def engine_error(self, event: messages.EngineError) -> None:
+        await self._send(messages.page_error(code="engine", message=event["message"]))
 
-    async def engine_live(self, event: dict[str, Any]) -> None:
-        await self._send({"type": "status", "state": "live"})
+    async def engine_live(self, event: messages.EngineLive) -> None:
+        await self._send(messages.page_status(State.LIVE))
 
-    async def engine_heartbeat(self, event: dict[str, Any]) -> None:
-        stats = {key: value for key, value in event.items() if key != "type"}
-        await self._send({"type": "stats", **stats})
+    async def engine_heartbeat(self, event: messages.EngineHeartbeat) -> None:
+        await self._send(messages.page_stats(event))
 
-    async def engine_stopped(self, event: dict[str, Any]) -> None:
+    async def engine_stopped(self, event: messages.EngineStopped) -> None:
         """Only when a worker could not record a session's end itself (database away)."""
         reason = event.get("reason") or "Session ended."
         await self._finish(reason, failed=bool(event.get("failed")))
 
-    async def session_closed(self, event: dict[str, Any]) -> None:
+    async def session_closed(self, event: messages.SessionClosed) -> None:
         """From services.session_finish: the one notice that the session is over."""
         state = State.FAILED if event.get("failed") else State.ENDED
         await self._close_with_final(state, event.get("reason", ""))
@@ -209,7 +207,7 @@ class PlayConsumer(AsyncWebsocketConsumer):
         if self.final_sent:
             return
         self.final_sent = True
-        await self._send({"type": "status", "state": state, "reason": reason})
+        await self._send(messages.page_status(state, reason=reason))
         await self.close()
 
     async def _load(self) -> PlaySession | None:

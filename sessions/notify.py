@@ -6,7 +6,7 @@ import threading
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from sessions.worker.service import session_group
+from sessions import messages
 
 
 def _send_from_sync_code(send, *args) -> None:
@@ -24,8 +24,8 @@ def _send_from_sync_code(send, *args) -> None:
 
 def session_closed(*, session_id: str, worker_channel: str, reason: str, failed: bool) -> None:
     layer = get_channel_layer()
-    message = {"type": "session.closed", "reason": reason, "failed": failed}
-    _send_from_sync_code(layer.group_send, session_group(session_id), message)
+    closed = messages.session_closed(reason=reason, failed=failed)
+    _send_from_sync_code(layer.group_send, messages.session_group(session_id), closed)
     if worker_channel:
-        stop = {"type": "engine.stop", "session_id": session_id, "reason": reason}
+        stop = messages.engine_stop(session_id=session_id, reason=reason)
         _send_from_sync_code(layer.send, worker_channel, stop)

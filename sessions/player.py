@@ -36,6 +36,7 @@ class PlayClient:
         self.final = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self.seq = 0
+        self._status_live = False
 
     async def connect(self) -> None:
         self.ws = await websockets.connect(
@@ -60,10 +61,17 @@ class PlayClient:
                         RTCSessionDescription(sdp=message["sdp"], type="answer")
                     )
                 elif message["type"] == "status" and message["state"] == "live":
-                    self.live.set()
+                    self._status_live = True
+                    self._maybe_live()
                 elif message["type"] == "status" and message["state"] in ("ended", "failed"):
                     self.final.set()
         self.final.set()
+
+    def _maybe_live(self) -> None:
+        """Live once the server says so and the input channel is open (the SCTP handshake
+        can finish a moment after the server sees the connection up)."""
+        if self._status_live and self.input is not None and self.input.readyState == "open":
+            self.live.set()
 
     async def _offer(self) -> None:
         self.pc = RTCPeerConnection()
@@ -71,6 +79,7 @@ class PlayClient:
         self.pc.addTransceiver("audio", direction="recvonly")
         self.input = self.pc.createDataChannel("input", ordered=False, maxRetransmits=0)
         self.events = self.pc.createDataChannel("events")
+        self.input.on("open", self._maybe_live)
 
         @self.events.on("message")
         def _engine_message(raw) -> None:

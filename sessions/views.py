@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from gallery import selectors as gallery_selectors
 from gallery.validators import validate_reference_image
 from sessions import export_services, selectors, services
+from sessions import messages as session_messages
 from sessions.images import shrink_to_png
 from sessions.models import SessionExport
 from sessions.services import Decision
@@ -68,7 +69,7 @@ def play_image(request: HttpRequest, session_id) -> JsonResponse:
     png, width, height = shrink_to_png(upload)
     async_to_sync(get_channel_layer().send)(
         session.worker_channel,
-        {"type": "engine.image", "session_id": str(session.pk), "png": png},
+        session_messages.engine_image(session_id=str(session.pk), png=png),
     )
     return JsonResponse({"ok": True, "width": width, "height": height})
 

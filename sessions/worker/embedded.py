@@ -36,6 +36,8 @@ def _end_sessions_before_the_server_stops(worker: EngineWorker) -> None:
     from twisted.internet import defer, reactor
 
     def before_shutdown():
+        # (daphne's own trigger cancels the page consumers at the same moment: the worker
+        # tells each player over the data channel instead.)
         ending = asyncio.wait_for(worker.shutdown(SHUTDOWN_REASON, failed=False), SHUTDOWN_GRACE_S)
         return defer.Deferred.fromFuture(asyncio.ensure_future(ending))
 

@@ -4,10 +4,11 @@ Any number of workers share one normal channel, `engine.start`; a worker only li
 while it has free capacity, so Channels' own delivery spreads sessions across workers with
 room (no scheduler of our own). Everything else about a session goes to the worker's own
 process channel, and the worker reports to the session's group (`play.<id>`): an answer to an
-offer, `live`, a heartbeat every second, and `stopped` with the reason. The worker also writes
-its sessions' heartbeats to the database from its own clock and runs the lifecycle's periodic
-housekeeping job (sessions.services.sessions_housekeeping): a worker that dies stops writing, and
-whichever worker or Celery beat runs the job next fails its sessions.
+offer, `live`, and a heartbeat every second for the HUD (messages: sessions/messages.py). A
+session's end is recorded through the session service, which tells the page. The worker also
+writes its sessions' heartbeats to the database from its own clock and runs the lifecycle's
+periodic housekeeping job (sessions.services.sessions_housekeeping): a worker that dies stops
+writing, and whichever worker or Celery beat runs the job next fails its sessions.
 """
 
 import asyncio
@@ -20,7 +21,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from sessions import messages
 from sessions.images import decode_png
+from sessions.messages import START_CHANNEL, session_group
 from sessions.worker.media import LatestFrames
 from sessions.worker.peer import PlayPeer
 from sessions.worker.recorder import SessionRecorder
@@ -28,12 +31,7 @@ from sessions.worker.runner import SessionRunner
 
 logger = logging.getLogger(__name__)
 
-START_CHANNEL = "engine.start"
 HEARTBEAT_SECONDS = 1.0
-
-
-def session_group(session_id: str) -> str:
-    return f"play.{session_id}"
 
 
 @dataclass
@@ -193,17 +191,16 @@ class EngineWorker:
                     )
                     continue
                 latencies = sorted(stats.input_latency_ms)
-                await self._report(session_id, {
-                    "type": "engine.heartbeat",
-                    "worker": self.config.name,
-                    "frames": stats.frames,
-                    "late_frames": stats.late_frames,
-                    "frame_ms_p50": _median(stats.frame_ms),
-                    "input_latency_ms_p50": _median(latencies),
-                    "seconds_left": _seconds_left(live, now),
-                    "last_seq": live.runner.last_applied_seq,
-                    "bad_messages": live.peer.bad_messages if live.peer else 0,
-                })
+                await self._report(session_id, messages.engine_heartbeat(
+                    worker=self.config.name,
+                    frames=stats.frames,
+                    late_frames=stats.late_frames,
+                    frame_ms_p50=_median(stats.frame_ms),
+                    input_latency_ms_p50=_median(latencies),
+                    seconds_left=_seconds_left(live, now),
+                    last_seq=live.runner.last_applied_seq,
+                    bad_messages=live.peer.bad_messages if live.peer else 0,
+                ))
             await asyncio.sleep(HEARTBEAT_SECONDS)
 
     async def _store_heartbeats(self) -> None:
@@ -243,18 +240,17 @@ class EngineWorker:
             session_id=session_id, runner=runner, peer=None, frames=frames,
             allowed_seconds=int(message.get("allowed_seconds") or 600), started=time.monotonic(),
         )
-        await self._report(session_id, {
-            "type": "engine.accepted", "worker": self.config.name, "worker_channel": self.channel,
-        })
+        accepted = messages.engine_accepted(worker=self.config.name, worker_channel=self.channel)
+        await self._report(session_id, accepted)
 
     async def _answer(self, session_id: str, message: dict[str, Any]) -> None:
         live = self.sessions.get(session_id)
         reply_to = message.get("reply_channel")
         if live is None:
             if reply_to:
-                await self.layer.send(reply_to, {
-                    "type": "engine.error", "message": "This session is no longer running.",
-                })
+                await self.layer.send(
+                    reply_to, messages.engine_error(message="This session is no longer running.")
+                )
             return
         live.detached_at = None
         live.page_channel = reply_to or ""
@@ -280,18 +276,17 @@ class EngineWorker:
             logger.info("rejected an offer for %s: %s", session_id, exc)
             await live.peer.close()
             live.peer = None
-            await self.layer.send(reply_to, {
-                "type": "engine.error",
-                "message": "The browser's connection offer could not be used; reload the page.",
-            })
+            await self.layer.send(reply_to, messages.engine_error(
+                message="The browser's connection offer could not be used; reload the page."
+            ))
             return
         if not live.runner.started:
             live.runner.start()
-        await self.layer.send(reply_to, {"type": "engine.answer", "sdp": answer})
+        await self.layer.send(reply_to, messages.engine_answer(sdp=answer))
 
     async def _went_live(self, session_id: str) -> None:
         await self.store.mark_live(session_id)
-        await self._report(session_id, {"type": "engine.live"})
+        await self._report(session_id, messages.engine_live())
 
     def _detach(self, session_id: str, page_channel: str) -> None:
         """A page's socket closed: start the reconnect grace, unless that page is a stale tab
@@ -328,6 +323,9 @@ class EngineWorker:
             return
         failed = live.forced_failure or live.runner.failed
         if live.peer is not None:
+            if self._stopping:  # the server is going down with its sockets: say it on the media
+                live.peer.notify({"type": "ended", "reason": reason, "failed": failed})
+                await asyncio.sleep(0.1)
             await live.peer.close()
         await self._finished(session_id, reason, failed)
 
@@ -338,9 +336,7 @@ class EngineWorker:
             await self.store.finish(session_id, reason, failed)
         except Exception:
             logger.exception("could not record the end of %s", session_id)
-            await self._report(
-                session_id, {"type": "engine.stopped", "reason": reason, "failed": failed}
-            )
+            await self._report(session_id, messages.engine_stopped(reason=reason, failed=failed))
 
     async def _report(self, session_id: str, message: dict[str, Any]) -> None:
         if session_id:

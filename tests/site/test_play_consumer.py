@@ -15,9 +15,9 @@ from PIL import Image
 
 from sessions import services
 from sessions.images import decode_png
+from sessions.messages import START_CHANNEL, session_group
 from sessions.models import PlaySession
 from sessions.routing import websocket_urlpatterns
-from sessions.worker.service import START_CHANNEL, session_group
 from tests.factories import UserFactory, WorldFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,0 +1,192 @@
+"""Every message of a play session's lifecycle, typed, in one place.
+
+Three parties talk: the player's page (WebSocket, parsed in sessions/protocol.py), the page's
+PlayConsumer, and the engine worker; the session service tells both ends when a session is over.
+Channel-layer messages must be plain dicts (msgpack over Redis), so each one is a TypedDict,
+built only by the function of the same name below: a field can't be misspelt in one sender and
+read differently elsewhere.
+
+    consumer -> workers' shared channel   engine.start
+    consumer -> its session's worker      engine.offer, engine.detach
+    view     -> its session's worker      engine.image
+    service  -> its session's worker      engine.stop
+    worker   -> session group (page)      engine.accepted, engine.live, engine.heartbeat,
+                                          engine.stopped (only when the database is away)
+    worker   -> a consumer's channel      engine.answer, engine.error
+    service  -> session group (page)      session.closed
+    consumer -> page (WebSocket JSON)     status, ready, answer, error, stats, pong
+"""
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+START_CHANNEL = "engine.start"  # workers with free capacity listen here
+
+
+def session_group(session_id: str) -> str:
+    """The group of one session's page consumer(s)."""
+    return f"play.{session_id}"
+
+
+# --- to workers -----------------------------------------------------------------------------------
+class EngineStart(TypedDict):
+    type: Literal["engine.start"]
+    session_id: str
+    allowed_seconds: int
+    spec: dict[str, Any]
+
+
+def engine_start(*, session_id: str, allowed_seconds: int, spec: dict[str, Any]) -> EngineStart:
+    return {"type": "engine.start", "session_id": session_id,
+            "allowed_seconds": allowed_seconds, "spec": spec}
+
+
+class EngineOffer(TypedDict):
+    type: Literal["engine.offer"]
+    session_id: str
+    sdp: str
+    reply_channel: str
+    codec: str
+
+
+def engine_offer(*, session_id: str, sdp: str, reply_channel: str, codec: str) -> EngineOffer:
+    return {"type": "engine.offer", "session_id": session_id, "sdp": sdp,
+            "reply_channel": reply_channel, "codec": codec}
+
+
+class EngineDetach(TypedDict):
+    type: Literal["engine.detach"]
+    session_id: str
+    reply_channel: str  # which page's consumer went away (a stale tab's is ignored)
+
+
+def engine_detach(*, session_id: str, reply_channel: str) -> EngineDetach:
+    return {"type": "engine.detach", "session_id": session_id, "reply_channel": reply_channel}
+
+
+class EngineImage(TypedDict):
+    type: Literal["engine.image"]
+    session_id: str
+    png: bytes
+
+
+def engine_image(*, session_id: str, png: bytes) -> EngineImage:
+    return {"type": "engine.image", "session_id": session_id, "png": png}
+
+
+class EngineStop(TypedDict):
+    type: Literal["engine.stop"]
+    session_id: str
+    reason: str
+
+
+def engine_stop(*, session_id: str, reason: str) -> EngineStop:
+    return {"type": "engine.stop", "session_id": session_id, "reason": reason}
+
+
+# --- from workers ---------------------------------------------------------------------------------
+class EngineAccepted(TypedDict):
+    type: Literal["engine.accepted"]
+    worker: str
+    worker_channel: str
+
+
+def engine_accepted(*, worker: str, worker_channel: str) -> EngineAccepted:
+    return {"type": "engine.accepted", "worker": worker, "worker_channel": worker_channel}
+
+
+class EngineAnswer(TypedDict):
+    type: Literal["engine.answer"]
+    sdp: str
+
+
+def engine_answer(*, sdp: str) -> EngineAnswer:
+    return {"type": "engine.answer", "sdp": sdp}
+
+
+class EngineError(TypedDict):
+    type: Literal["engine.error"]
+    message: str
+
+
+def engine_error(*, message: str) -> EngineError:
+    return {"type": "engine.error", "message": message}
+
+
+class EngineLive(TypedDict):
+    type: Literal["engine.live"]
+
+
+def engine_live() -> EngineLive:
+    return {"type": "engine.live"}
+
+
+class EngineHeartbeat(TypedDict):
+    """Once a second per session, for the page's HUD (liveness is judged from the database)."""
+
+    type: Literal["engine.heartbeat"]
+    worker: str
+    frames: int
+    late_frames: int
+    frame_ms_p50: float | None
+    input_latency_ms_p50: float | None
+    seconds_left: int
+    last_seq: int
+    bad_messages: int
+
+
+def engine_heartbeat(**stats: Any) -> EngineHeartbeat:
+    return {"type": "engine.heartbeat", **stats}  # type: ignore[typeddict-item]
+
+
+class EngineStopped(TypedDict):
+    type: Literal["engine.stopped"]
+    reason: str
+    failed: bool
+
+
+def engine_stopped(*, reason: str, failed: bool) -> EngineStopped:
+    return {"type": "engine.stopped", "reason": reason, "failed": failed}
+
+
+# --- from the session service ---------------------------------------------------------------------
+class SessionClosed(TypedDict):
+    type: Literal["session.closed"]
+    reason: str
+    failed: bool
+
+
+def session_closed(*, reason: str, failed: bool) -> SessionClosed:
+    return {"type": "session.closed", "reason": reason, "failed": failed}
+
+
+# --- consumer -> page (JSON over the WebSocket) ---------------------------------------------------
+class PageStatus(TypedDict):
+    type: Literal["status"]
+    state: str  # queued | starting | live | ended | failed
+    reason: NotRequired[str]
+    position: NotRequired[int | None]
+    eta_s: NotRequired[int]
+
+
+def page_status(state: str, **details: Any) -> PageStatus:
+    return {"type": "status", "state": state, **details}  # type: ignore[typeddict-item]
+
+
+def page_ready() -> dict[str, str]:
+    return {"type": "ready"}
+
+
+def page_answer(*, sdp: str) -> dict[str, str]:
+    return {"type": "answer", "sdp": sdp}
+
+
+def page_error(*, code: str, message: str) -> dict[str, str]:
+    return {"type": "error", "code": code, "message": message}
+
+
+def page_stats(heartbeat: EngineHeartbeat) -> dict[str, Any]:
+    return {**{k: v for k, v in heartbeat.items() if k != "type"}, "type": "stats"}
+
+
+def page_pong(*, t: float) -> dict[str, Any]:
+    return {"type": "pong", "t": t}
