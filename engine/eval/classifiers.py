@@ -32,7 +32,7 @@ from engine.sim.themes import THEMES
 from .judge_data import JudgeData, judge_data
 from .metrics import balanced_accuracy_multiclass
 
-JUDGES_VERSION = 3  # bump when a head, a target or the data set changes: caches are rebuilt
+JUDGES_VERSION = 6  # bump when a head, a target or the data set changes: caches are rebuilt
 
 # Visibility thresholds: at least this much on screen counts as "in view"; anything between
 # nothing and this is ambiguous and left out (target -1).
@@ -161,15 +161,23 @@ def creature_crops(frames: np.ndarray, boxes: np.ndarray) -> torch.Tensor:
 
 
 # -- models ----------------------------------------------------------------------------------
+class _GlobalPool(nn.Module):
+    """Mean and max over positions: what is in the picture, wherever it is."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x.mean((2, 3)), x.amax((2, 3))], dim=1)
+
+
 def _stem(in_ch: int, width: int = 32) -> nn.Sequential:
-    """128x128 -> 4x4 features: a 4x4-patch convolution (every pixel counts, no pre-blur),
-    then three stride-2 convolutions."""
+    """128x128 -> 128 features: a 4x4-patch convolution (every pixel counts, no pre-blur), two
+    stride-2 convolutions, one more at 8x8, then global mean and max pooling (position-free
+    features generalise across places; a flattened 4x4 map memorised them)."""
     return nn.Sequential(
         nn.Conv2d(in_ch, width, 4, 4), nn.ReLU(),  # 32
         nn.Conv2d(width, width * 2, 3, 2, 1), nn.ReLU(),  # 16
         nn.Conv2d(width * 2, width * 3, 3, 2, 1), nn.ReLU(),  # 8
-        nn.Conv2d(width * 3, width * 4, 3, 2, 1), nn.ReLU(),  # 4
-        nn.Flatten(), nn.Linear(width * 4 * 16, 128), nn.ReLU())
+        nn.Conv2d(width * 3, width * 4, 3, 1, 1), nn.ReLU(),  # 8
+        _GlobalPool(), nn.Linear(width * 8, 128), nn.ReLU())
 
 
 class StateJudge(nn.Module):
@@ -180,10 +188,10 @@ class StateJudge(nn.Module):
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """128-d features (the Fréchet distance's embedding)."""
-        return self.body(x)
+        return self.body(x * 2 - 1)
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        h = self.body(x)
+        h = self.features(x)
         return {k: head(h) for k, head in self.heads.items()}
 
 
@@ -197,7 +205,7 @@ class MoodJudge(nn.Module):
             nn.Flatten(), nn.Linear(width * 2 * 16, 128), nn.ReLU(), nn.Linear(128, len(MOODS)))
 
     def forward(self, crops: torch.Tensor) -> torch.Tensor:
-        return self.net(crops)
+        return self.net(crops * 2 - 1)
 
 
 class InverseDynamics(nn.Module):
@@ -207,7 +215,8 @@ class InverseDynamics(nn.Module):
         self.head = nn.Linear(128, len(ACTIONS))
 
     def forward(self, before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
-        return self.head(self.body(torch.cat([before, after - before], dim=1)))
+        # the difference is amplified: a turn or a step moves most pixels by only 1-4 pixels
+        return self.head(self.body(torch.cat([before, 4 * (after - before)], dim=1)))
 
 
 class AudioJudge(nn.Module):
@@ -293,7 +302,7 @@ def head_report(pred: np.ndarray, target: np.ndarray, train_target: np.ndarray) 
             "chance_balanced": 1.0 / max(len(np.unique(target)), 1), "n": int(len(target))}
 
 
-def train_judges(data: JudgeData, steps: int = 1200, log: Callable[[str], None] = print
+def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] = print
                  ) -> Judges:
     train, test = data.rows(False), data.rows(True)
     labels, view = np.asarray(data.labels), np.asarray(data.view)
@@ -323,9 +332,15 @@ def train_judges(data: JudgeData, steps: int = 1200, log: Callable[[str], None] 
     mood_w = _class_weights(mood[train], len(MOODS))
     mood_judge = MoodJudge()
     log(f"training the mood judge ({len(mood_rows)} crops of the creature)")
-    _fit(mood_judge, lambda i: F.cross_entropy(
-        mood_judge(crops[[crop_of[int(r)] for r in i]]), mood_t[i], weight=mood_w),
-        mood_rows, steps, 128, "mood judge", log)
+    jitter = np.random.default_rng(1)
+
+    def mood_loss(i: np.ndarray) -> torch.Tensor:
+        batch = crops[[crop_of[int(r)] for r in i]]
+        dx, dy = (int(v) for v in jitter.integers(-2, 3, 2))  # the box is not pixel-exact
+        return F.cross_entropy(mood_judge(torch.roll(batch, (dy, dx), (2, 3))), mood_t[i],
+                               weight=mood_w)
+
+    _fit(mood_judge, mood_loss, mood_rows, steps // 2, 128, "mood judge", log)
 
     pair_rows = train[act[train] >= 0]
     act_t = torch.from_numpy(act)

@@ -28,15 +28,16 @@ from engine.sim.prompts import resolve, sample_training_text
 from engine.sim.themes import THEME_NAMES
 from engine.sim.visibility import VIEW_DTYPE, rainbow_heading, view_labels
 
-JUDGE_DATA_VERSION = 1  # bump when episodes or labels change: the cache is rebuilt
+JUDGE_DATA_VERSION = 3  # bump when episodes or labels change: the cache is rebuilt
 JUDGE_SEED_BASE = 2_000_000  # neither training seeds (0..) nor eval seeds (1,000,000..)
 JUDGE_EVENTS = ("rain", "snow", "fog", "clear", "day", "dusk", "night", "fire", "rainbow",
                 "spawn_dragon", "spawn_tree", "spawn_lantern", "spawn_crystal", "spawn_mushroom",
                 "spawn_statue", "gift_leaf", "gift_dragon", "startle")
-EPISODES_PER_EVENT = 10
-EPISODE_FRAMES = 120
+EPISODES_PER_EVENT = 16
+EPISODE_FRAMES = 80
 TEST_EVERY = 5  # episode k of each event is held out when k % TEST_EVERY == TEST_EVERY - 1
 MAX_TURN = 0.09  # radians a frame when the player turns toward something
+SKY_CHANGE_EVERY = 20  # frames between random weather / time changes (see judge_episode)
 
 
 @dataclass
@@ -72,7 +73,8 @@ def judge_episode(seed: int, event: str, frames: int = EPISODE_FRAMES
 
     Returns frames, audio, labels and view labels, one row per frame."""
     rng = np.random.default_rng([seed, 7])
-    theme = THEME_NAMES[seed % len(THEME_NAMES)]
+    theme = THEME_NAMES[int(rng.integers(len(THEME_NAMES)))]  # not from the seed's residue:
+    # that would put every held-out episode (k % 5 == 4) in the same theme
     reference = random_palette(rng) if rng.random() < 0.2 else None
     world = SimWorld(WorldSpec(seed, theme, 128, reference))
     agent = RandomAgent(np.random.default_rng([seed, 8]))
@@ -91,6 +93,13 @@ def judge_episode(seed: int, event: str, frames: int = EPISODE_FRAMES
         inp = agent.act(t, last)
         if t == 0 and opening:
             inp.prompts = tuple(sample_training_text(e, rng) for e in opening)
+        elif t % SKY_CHANGE_EVERY == 0 and rng.random() < 0.7:
+            # The same place under several skies: a judge that learnt "this place -> rain"
+            # (one weather per episode) failed on new places. Keep what the event made.
+            keep = fired and event in ("rainbow", "fire")
+            choices = TIMES_OF_DAY if keep else WEATHERS + TIMES_OF_DAY
+            inp.prompts += (sample_training_text(choices[int(rng.integers(len(choices)))],
+                                                 rng),)
         wants_gift = event.startswith("gift_")
         if wants_gift and not fired:
             inp.prompts = tuple(p for p in inp.prompts

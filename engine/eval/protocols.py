@@ -29,7 +29,7 @@ from .judge_data import heading_to, turn_toward
 
 PROMPT_JUDGE_AFTER = 40  # frames after the sentence: 2 s
 GIFT_CHECKS = (400, 1200)  # frames after the gift: 20 s and 60 s
-GIFT_REACT = 40  # frames the model plays right after the gift
+GIFT_REACT = 4  # frames the model plays right after the gift (the sentence's chunk)
 GIFT_RETURN = 120  # frames of coming back (turn, walk up) before each check
 GIFT_VIEW_WINDOW = 40  # the check: first of the last 40 frames with the creature in view
 CLOSE_ENOUGH = 8.0  # cells: stop walking toward the creature here

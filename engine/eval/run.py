@@ -50,6 +50,7 @@ HORIZONS = (1, 16, 64)
 FIDELITY_START = 28  # long rollouts start here (after PRIME_FRAMES of truth)
 SHORT_STARTS = (100, 130, 160)  # three more 16-frame rollouts per episode (fd_h16's frames)
 FIDELITY_FRAMES = 200
+REVEAL_LEAD = 10  # gift test: the model generates from this many frames before the creature shows
 
 Log = Callable[[str], None]
 
@@ -250,8 +251,12 @@ def memory_gift(player: ModelPlayer, judges: Judges, per_kind: int, progress: Lo
         player.play(session, ep, g.gift_frame, g.gift_frame + GIFT_REACT)
         truth = mood_targets(ep.labels, ep.view)
         for after, check, back in zip(GIFT_CHECKS, g.checks, g.returns, strict=True):
-            player.prime(session, ep, back)  # the wait: the simulator's frames, looking away
-            frames, _ = player.play(session, ep, back, check + 1)
+            # The wait and the first part of the way back are the simulator's frames, with the
+            # creature out of view; the model draws from REVEAL_LEAD frames before it shows.
+            shown = np.nonzero(ep.view["creature_px"][back:check + 1] > 0)[0]
+            begin = max(back, back + int(shown[0]) - REVEAL_LEAD) if len(shown) else back
+            player.prime(session, ep, begin)
+            frames, _ = player.play(session, ep, begin, check + 1)
             box = ep.view["creature_box"][check:check + 1]
             hits[after].append(judges.read_mood(frames[-1:], box)[0] == truth[check])
             sim_hits[after].append(judges.read_mood(ep.frames[check:check + 1], box)[0]
