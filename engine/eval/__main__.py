@@ -55,13 +55,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--episodes", default=None, help="JSON list of episode scripts")
     parser.add_argument("--prompts", default=None,
-                        help='JSON list of {"event", "text"}: the prompt test on exactly these')
+                        help='JSON list of {"event", "text"}: run only the prompt test, on '
+                             "exactly these cases")
     parser.add_argument("--weights", default=None, help="weights folder (engine/weights)")
     parser.add_argument("--build-judges", action="store_true",
                         help="rebuild the judges' data set and judges, print their accuracy")
     parser.add_argument("--fidelity-episodes", type=int, default=16)
     parser.add_argument("--gifts", type=int, default=10, help="gift cases per gift kind")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (1: next to other jobs on two cores, 2 threads "
+                             "ran the eval several times slower)")
+    parser.add_argument("--partial", default=None,
+                        help="write the figures measured so far to this file after each part")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -84,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     from engine.sim.script import ScriptError, load_scripts
 
     from .episodes import script_episode
-    from .run import evaluate
+    from .run import evaluate, evaluate_prompts
 
     episodes = cases = None
     try:
@@ -96,8 +101,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     world = World.load(args.weights)
-    result = _clean(evaluate(world, episodes, args.fidelity_episodes, prompt_cases=cases,
-                             gifts_per_kind=args.gifts, log=log))
+    if cases is not None:
+        result = _clean(evaluate_prompts(world, cases, log=log))
+    else:
+        def keep(so_far: dict) -> None:
+            if args.partial:
+                Path(args.partial).write_text(json.dumps(_clean(so_far)))
+
+        result = _clean(evaluate(world, episodes, args.fidelity_episodes,
+                                 gifts_per_kind=args.gifts, log=log, on_section=keep))
     if args.json:
         print(json.dumps(result))
     else:

@@ -66,7 +66,8 @@ class Progress:
 def evaluate(world: World, episodes: list[SimEpisode] | None = None,
              fidelity_episodes: int = 16, prompt_cases: list[PromptCase] | None = None,
              gifts_per_kind: int = 10, walks: int = 2, walk_frames: int = 2000,
-             turns: int = 6, log: Log = print) -> dict:
+             turns: int = 6, log: Log = print,
+             on_section: Callable[[dict], None] | None = None) -> dict:
     """The full eval; `prompt_cases` replaces the built-in held-out paraphrases."""
     t0 = time.time()
     progress = Progress(log)
@@ -78,15 +79,32 @@ def evaluate(world: World, episodes: list[SimEpisode] | None = None,
             progress(f"simulating {fidelity_episodes} held-out random-play episodes")
             episodes = [agent_episode(HELDOUT_SEED_BASE + i, FIDELITY_FRAMES)
                         for i in range(fidelity_episodes)]
-        out.update(fidelity(player, judges, episodes, progress))
-        out.update(prompt_following(player, judges, prompt_cases or default_prompt_cases(),
-                                    progress))
-        out.update(memory_gift(player, judges, gifts_per_kind, progress))
-        out.update(loop_closure(player, turns, progress))
-        out.update(brightness(player, walks, walk_frames, progress))
-        out.update(judge_accuracy(world, judges, progress))
+        sections = (
+            lambda: fidelity(player, judges, episodes, progress),
+            lambda: prompt_following(player, judges, prompt_cases or default_prompt_cases(),
+                                     progress),
+            lambda: memory_gift(player, judges, gifts_per_kind, progress),
+            lambda: loop_closure(player, turns, progress),
+            lambda: brightness(player, walks, walk_frames, progress),
+            lambda: judge_accuracy(world, judges, progress))
+        for section in sections:
+            out.update(section())
+            if on_section is not None:  # e.g. keep what is measured if a long run is cut
+                on_section(out)
     out["episodes"] = {"fidelity": len(episodes), "seeds_from": HELDOUT_SEED_BASE,
                        "generated_frames": player.generated_frames}
+    out["seconds"] = round(time.time() - t0, 1)
+    return out
+
+
+def evaluate_prompts(world: World, cases: list[PromptCase], log: Log = print) -> dict:
+    """Only the prompt test, on exactly `cases` (`--prompts FILE`)."""
+    t0 = time.time()
+    progress = Progress(log)
+    judges = cached_judges(CACHE, progress)
+    with torch.inference_mode():
+        out = prompt_following(ModelPlayer(world), judges, cases, progress)
+    out["judge_accuracy_on_sim"] = judges.accuracy
     out["seconds"] = round(time.time() - t0, 1)
     return out
 
