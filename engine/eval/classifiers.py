@@ -1,46 +1,80 @@
-"""The eval's own judges, trained once on sim data and cached (small, fast, CPU).
+"""The eval's judges: small CNNs trained on the judge data set (judge_data.py), cached.
 
-- StateClassifier: one frame -> weather, time of day, fire, rainbow, creature mood, objects.
-- InverseDynamics: two consecutive frames -> the action class between them.
-- AudioEventClassifier: one frame of audio -> footstep / rain / fire / strong wind / creature call.
-Each reports its own accuracy on held-out sim frames so a reader can trust it.
+- StateJudge: a full 128x128 frame -> weather, time of day, flames in view, rainbow in view,
+  each spawned object kind in view (a 4x4-patch stem keeps 1-pixel rain streaks and snow).
+- MoodJudge: a square crop around the creature (where the simulator drew it) -> its mood icon.
+- InverseDynamics: two consecutive full frames -> the action between them.
+- AudioJudge: one frame of audio -> footstep / rain / fire within earshot / strong wind / call.
+
+Targets are what a player can perceive (engine/sim/visibility.py); frames where a thing is
+barely there (a 3-pixel sliver of rainbow, an object a few pixels tall) are left out of both
+training and scoring (target -1) rather than forced to one side. Losses weight each class by
+its inverse frequency, and each judge reports balanced accuracy on held-out *episodes* next to
+the accuracy of always answering the commonest class.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
 from engine.model.audio_ae import log_spectrogram
 from engine.sim.audio import STRONG_WIND, wind_gain
 from engine.sim.constants import CREATURE_MOODS, KEY_BITS, OBJECT_KINDS, TIMES_OF_DAY, WEATHERS
 from engine.sim.themes import THEMES
 
-STATE_HEADS = {"weather": len(WEATHERS), "time_of_day": len(TIMES_OF_DAY), "fire_present": 2,
-               "rainbow": 2, "creature_mood": len(CREATURE_MOODS)}
+from .judge_data import JudgeData, judge_data
+from .metrics import balanced_accuracy_multiclass
+
+JUDGES_VERSION = 6  # bump when a head, a target or the data set changes: caches are rebuilt
+
+# Visibility thresholds: at least this much on screen counts as "in view"; anything between
+# nothing and this is ambiguous and left out (target -1).
+RAINBOW_MIN_PIXELS = 40
+FLAME_MIN_PIXELS = 6
+OBJECT_MIN_PX = 6.0
+CREATURE_MIN_PX = 5.0
+FIRE_AUDIBLE_GAIN = 0.25  # crackle gain from which the fire counts as within earshot
+FIRE_SILENT_GAIN = 0.02
+
+STATE_HEADS: dict[str, tuple[str, ...]] = {
+    "weather": WEATHERS, "time_of_day": TIMES_OF_DAY,
+    "fire_in_view": ("no", "yes"), "rainbow_in_view": ("no", "yes"),
+    **{f"{kind}_in_view": ("no", "yes") for kind in OBJECT_KINDS},
+}
+MOODS = ("curious", "happy", "afraid", "startled")  # the four icons; "neutral" shows none
 ACTIONS = ("idle", "forward", "back", "strafe_left", "strafe_right", "turn_left", "turn_right")
 AUDIO_EVENTS = ("footstep", "rain", "fire", "wind", "creature")  # DESIGN.md's five
-JUDGES_VERSION = 2  # bump when a head or a target changes: cached judges are rebuilt
-SIDE = 64  # judges look at 64x64 downsampled frames: cheap and enough for these labels
+CROP = 32  # the mood judge's input side
 
 
-def to_input(frames: np.ndarray | torch.Tensor) -> torch.Tensor:
-    """(N, H, W, 3) uint8 -> (N, 3, 64, 64) float."""
-    x = torch.as_tensor(np.asarray(frames)).permute(0, 3, 1, 2).float() / 255.0
-    return F.interpolate(x, size=(SIDE, SIDE), mode="area")
+# -- targets ---------------------------------------------------------------------------------
+def _seen(amount: np.ndarray, minimum: float) -> np.ndarray:
+    """1 in view, 0 not drawn at all, -1 barely there (ambiguous)."""
+    return np.where(amount >= minimum, 1, np.where(amount <= 0, 0, -1)).astype(np.int64)
 
 
-def state_targets(labels: np.ndarray) -> dict[str, np.ndarray]:
-    out = {k: labels[k].astype(np.int64) for k in STATE_HEADS}
-    out["objects"] = np.stack([(labels["objects_in_view"] >> i) & 1
-                               for i in range(len(OBJECT_KINDS))], 1).astype(np.float32)
+def state_targets(labels: np.ndarray, view: np.ndarray) -> dict[str, np.ndarray]:
+    out = {"weather": labels["weather"].astype(np.int64),
+           "time_of_day": labels["time_of_day"].astype(np.int64),
+           "fire_in_view": _seen(view["flame_pixels"], FLAME_MIN_PIXELS),
+           "rainbow_in_view": _seen(view["rainbow_pixels"], RAINBOW_MIN_PIXELS)}
+    for k, kind in enumerate(OBJECT_KINDS):
+        out[f"{kind}_in_view"] = _seen(view["object_px"][:, k], OBJECT_MIN_PX)
     return out
+
+
+def mood_targets(labels: np.ndarray, view: np.ndarray) -> np.ndarray:
+    """MOODS index where the creature stands tall enough to read its icon, else -1."""
+    names = [CREATURE_MOODS[m] for m in labels["creature_mood"]]
+    idx = np.array([MOODS.index(n) if n in MOODS else -1 for n in names], np.int64)
+    return np.where(view["creature_px"] >= CREATURE_MIN_PX, idx, -1)
 
 
 def action_class(keys: np.ndarray, yaw: np.ndarray) -> np.ndarray:
@@ -57,16 +91,36 @@ def action_class(keys: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     return out
 
 
-def audio_targets(labels: np.ndarray) -> np.ndarray:
-    """(N, 5) multi-label: a footstep sounds in this frame, it rains, something burns, the wind
-    is strong (its bed's gain >= STRONG_WIND), a creature call sounds (calls last ~0.2-0.4 s)."""
+def action_targets(labels: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Action class of each frame against the one before; -1 at episode starts and where a
+    movement key was held but the player did not move (blocked: the picture says idle)."""
+    out = action_class(labels["keys"], labels["yaw_delta"])
+    moved = np.ones(len(labels), bool)
+    moved[1:] = (labels["pose_x"][1:] != labels["pose_x"][:-1]) | (
+        labels["pose_y"][1:] != labels["pose_y"][:-1])
+    walking = np.isin(out, [ACTIONS.index(a) for a in ("forward", "back", "strafe_left",
+                                                        "strafe_right")])
+    out[walking & ~moved] = -1
+    out[first] = -1
+    return out
+
+
+def audio_targets(labels: np.ndarray, fire_gain: np.ndarray | None = None) -> np.ndarray:
+    """(N, 5) float multi-label, -1 = ambiguous: a footstep sounds in this frame, it rains, a
+    fire crackles within earshot (by its gain; without gains: anything burning), the wind is
+    strong (its bed's gain >= STRONG_WIND), a creature call sounds (calls last ~0.2-0.4 s)."""
     step = _sounding(labels["step_onset"], 2)  # a step grain lasts ~2 frames
     call = _sounding(labels["call_onset"], 5)
     weather = [WEATHERS[w] for w in labels["weather"]]
     wind = np.array([wind_gain(THEMES[t].wind, w) >= STRONG_WIND
                      for t, w in zip(labels["theme"], weather, strict=True)], bool)
-    return np.stack([step, labels["weather"] == WEATHERS.index("rain"),
-                     labels["fire_present"], wind, call], 1).astype(np.float32)
+    if fire_gain is None:
+        fire = labels["fire_present"].astype(np.float32)
+    else:
+        fire = np.where(fire_gain >= FIRE_AUDIBLE_GAIN, 1.0,
+                        np.where(fire_gain <= FIRE_SILENT_GAIN, 0.0, -1.0))
+    return np.stack([step, labels["weather"] == WEATHERS.index("rain"), fire, wind, call],
+                    1).astype(np.float32)
 
 
 def _sounding(onsets: np.ndarray, frames: int) -> np.ndarray:
@@ -78,136 +132,312 @@ def _sounding(onsets: np.ndarray, frames: int) -> np.ndarray:
     return out
 
 
-def _cnn(in_ch: int, width: int = 32) -> nn.Sequential:
+# -- inputs ----------------------------------------------------------------------------------
+def to_input(frames: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """(N, H, W, 3) uint8 -> (N, 3, H, W) float in [0, 1], full resolution."""
+    return torch.as_tensor(np.asarray(frames)).permute(0, 3, 1, 2).float() / 255.0
+
+
+def creature_crops(frames: np.ndarray, boxes: np.ndarray) -> torch.Tensor:
+    """Square crops around each creature box (x0, y0, x1, y1), side = twice its larger extent
+    (at least CROP), resampled to CROP x CROP; (N, 3, CROP, CROP) float. A box of -1 gives a
+    crop of the picture's centre (such rows are not scored)."""
+    out = torch.zeros(len(frames), 3, CROP, CROP)
+    for i, (frame, box) in enumerate(zip(frames, boxes, strict=True)):
+        size = frame.shape[0]
+        if box[0] < 0:
+            box = np.array([size // 2 - 8, size // 2 - 8, size // 2 + 8, size // 2 + 8])
+        cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+        side = int(max(CROP, 2 * max(box[2] - box[0], box[3] - box[1])))
+        x0, y0 = int(round(cx - side / 2)), int(round(cy - side / 2))
+        padded = np.zeros((side, side, 3), np.uint8)
+        sx0, sy0 = max(x0, 0), max(y0, 0)
+        sx1, sy1 = min(x0 + side, size), min(y0 + side, size)
+        if sx1 > sx0 and sy1 > sy0:
+            padded[sy0 - y0:sy1 - y0, sx0 - x0:sx1 - x0] = frame[sy0:sy1, sx0:sx1]
+        x = to_input(padded[None])
+        out[i] = F.interpolate(x, size=(CROP, CROP), mode="area")[0] if side != CROP else x[0]
+    return out
+
+
+# -- models ----------------------------------------------------------------------------------
+class _GlobalPool(nn.Module):
+    """Mean and max over positions: what is in the picture, wherever it is."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x.mean((2, 3)), x.amax((2, 3))], dim=1)
+
+
+def _stem(in_ch: int, width: int = 32) -> nn.Sequential:
+    """128x128 -> 128 features: a 4x4-patch convolution (every pixel counts, no pre-blur), two
+    stride-2 convolutions, one more at 8x8, then global mean and max pooling (position-free
+    features generalise across places; a flattened 4x4 map memorised them)."""
     return nn.Sequential(
-        nn.Conv2d(in_ch, width, 3, 2, 1), nn.ReLU(),  # 32
+        nn.Conv2d(in_ch, width, 4, 4), nn.ReLU(),  # 32
         nn.Conv2d(width, width * 2, 3, 2, 1), nn.ReLU(),  # 16
-        nn.Conv2d(width * 2, width * 2, 3, 2, 1), nn.ReLU(),  # 8
-        nn.Conv2d(width * 2, width * 2, 3, 2, 1), nn.ReLU(),  # 4
-        nn.Flatten(), nn.Linear(width * 2 * 16, 128), nn.ReLU())
+        nn.Conv2d(width * 2, width * 3, 3, 2, 1), nn.ReLU(),  # 8
+        nn.Conv2d(width * 3, width * 4, 3, 1, 1), nn.ReLU(),  # 8
+        _GlobalPool(), nn.Linear(width * 8, 128), nn.ReLU())
 
 
-class StateClassifier(nn.Module):
+class StateJudge(nn.Module):
     def __init__(self):
         super().__init__()
-        self.body = _cnn(3)
-        self.heads = nn.ModuleDict({k: nn.Linear(128, n) for k, n in STATE_HEADS.items()})
-        self.objects = nn.Linear(128, len(OBJECT_KINDS))
+        self.body = _stem(3)
+        self.heads = nn.ModuleDict({k: nn.Linear(128, len(v)) for k, v in STATE_HEADS.items()})
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(x)
+        """128-d features (the Fréchet distance's embedding)."""
+        return self.body(x * 2 - 1)
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        h = self.body(x)
-        out = {k: head(h) for k, head in self.heads.items()}
-        out["objects"] = self.objects(h)
-        return out
+        h = self.features(x)
+        return {k: head(h) for k, head in self.heads.items()}
+
+
+class MoodJudge(nn.Module):
+    def __init__(self, width: int = 32):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(3, width, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2),  # 16
+            nn.Conv2d(width, width * 2, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2),  # 8
+            nn.Conv2d(width * 2, width * 2, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2),  # 4
+            nn.Flatten(), nn.Linear(width * 2 * 16, 128), nn.ReLU(), nn.Linear(128, len(MOODS)))
+
+    def forward(self, crops: torch.Tensor) -> torch.Tensor:
+        return self.net(crops * 2 - 1)
 
 
 class InverseDynamics(nn.Module):
     def __init__(self):
         super().__init__()
-        self.body = _cnn(6)
+        self.body = _stem(6)
         self.head = nn.Linear(128, len(ACTIONS))
 
     def forward(self, before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
-        return self.head(self.body(torch.cat([before, after - before], dim=1)))
+        # the difference is amplified: a turn or a step moves most pixels by only 1-4 pixels
+        return self.head(self.body(torch.cat([before, 4 * (after - before)], dim=1)))
 
 
-class AudioEventClassifier(nn.Module):
+class AudioJudge(nn.Module):
     def __init__(self):
         super().__init__()
-        self.net = nn.Sequential(nn.Flatten(), nn.LazyLinear(128), nn.ReLU(),
-                                 nn.Linear(128, len(AUDIO_EVENTS)))
+        self.net = nn.Sequential(nn.Flatten(), nn.LazyLinear(256), nn.ReLU(),
+                                 nn.Linear(256, len(AUDIO_EVENTS)))
 
     def forward(self, audio: torch.Tensor) -> torch.Tensor:
-        """(N, 800) float in [-1, 1] -> (N, 3) logits."""
+        """(N, 800) float in [-1, 1] -> (N, 5) logits."""
         return self.net(log_spectrogram(audio, 128))
 
 
 @dataclass
 class Judges:
-    state: StateClassifier
+    state: StateJudge
+    mood: MoodJudge
     idm: InverseDynamics
-    audio: AudioEventClassifier
-    accuracy: dict[str, float]  # each judge's accuracy on held-out sim frames
+    audio: AudioJudge
+    accuracy: dict[str, dict] = field(default_factory=dict)  # per head, on held-out episodes
+
+    @torch.inference_mode()
+    def read_state(self, frames: np.ndarray, batch: int = 128) -> dict[str, np.ndarray]:
+        """Predicted class index per state head, (N,) each."""
+        parts = [self.state(to_input(frames[i:i + batch])) for i in range(0, len(frames), batch)]
+        return {k: torch.cat([p[k] for p in parts]).argmax(1).numpy() for k in STATE_HEADS}
+
+    @torch.inference_mode()
+    def read_mood(self, frames: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+        return self.mood(creature_crops(frames, boxes)).argmax(1).numpy()
+
+    @torch.inference_mode()
+    def read_actions(self, before: np.ndarray, after: np.ndarray, batch: int = 64) -> np.ndarray:
+        return np.concatenate([self.idm(to_input(before[i:i + batch]),
+                                        to_input(after[i:i + batch])).argmax(1).numpy()
+                               for i in range(0, len(after), batch)])
+
+    @torch.inference_mode()
+    def read_audio(self, audio: np.ndarray) -> np.ndarray:
+        """(N, 800) int16 -> (N, 5) bool."""
+        x = torch.from_numpy(np.asarray(audio, np.float32) / 32768.0)
+        return (self.audio(x) > 0).numpy()
+
+    @torch.inference_mode()
+    def features(self, frames: np.ndarray, batch: int = 128) -> np.ndarray:
+        return torch.cat([self.state.features(to_input(frames[i:i + batch]))
+                          for i in range(0, len(frames), batch)]).numpy()
 
 
-def _fit(model: nn.Module, loss_fn, n: int, steps: int, batch: int, desc: str) -> None:
-    opt = torch.optim.AdamW(model.parameters(), lr=2e-3)
+# -- training --------------------------------------------------------------------------------
+def _class_weights(target: np.ndarray, classes: int) -> torch.Tensor:
+    counts = np.bincount(target[target >= 0], minlength=classes).astype(np.float64)
+    w = np.where(counts > 0, counts.sum() / np.maximum(counts, 1) / classes, 0.0)
+    return torch.tensor(w, dtype=torch.float32)
+
+
+def _fit(model: nn.Module, loss_fn: Callable[[np.ndarray], torch.Tensor], rows: np.ndarray,
+         steps: int, batch: int, desc: str, log: Callable[[str], None], lr: float = 2e-3
+         ) -> None:
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
     rng = np.random.default_rng(0)
     model.train()
-    for step in tqdm(range(steps), desc=desc, leave=False):
+    for step in range(steps):
         for g in opt.param_groups:
-            g["lr"] = 2e-3 * 0.5 * (1 + np.cos(np.pi * step / steps))
-        idx = torch.from_numpy(rng.integers(0, n, batch))
-        loss = loss_fn(idx)
+            g["lr"] = lr * 0.5 * (1 + np.cos(np.pi * step / steps))
+        loss = loss_fn(np.sort(rng.choice(rows, batch)))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        if (step + 1) % max(1, steps // 4) == 0:
+            log(f"  {desc}: step {step + 1}/{steps}, loss {float(loss.detach()):.3f}")
     model.eval()
 
 
-def train_judges(frames: np.ndarray, audio: np.ndarray, labels: np.ndarray,
-                 episode_start: np.ndarray, steps: int = 1500) -> Judges:
-    """Train on the first 80% of rows, report accuracy on the last 20% (other episodes)."""
-    n = len(frames)
-    split = int(n * 0.8)
-    x = to_input(frames)
-    a = torch.from_numpy(audio.astype(np.float32) / 32768.0)
-    st = {k: torch.from_numpy(v) for k, v in state_targets(labels).items()}
-    act = torch.from_numpy(action_class(labels["keys"], labels["yaw_delta"]))
-    aud = torch.from_numpy(audio_targets(labels))
-    has_prev = torch.from_numpy(~episode_start)
+def head_report(pred: np.ndarray, target: np.ndarray, train_target: np.ndarray) -> dict:
+    """Balanced accuracy, accuracy and the commonest-class baseline on scored rows."""
+    keep = target >= 0
+    pred, target = pred[keep], target[keep]
+    majority = int(np.bincount(train_target[train_target >= 0]).argmax())
+    return {"balanced_accuracy": balanced_accuracy_multiclass(pred, target),
+            "accuracy": float((pred == target).mean()) if len(target) else None,
+            "majority_baseline": float((target == majority).mean()) if len(target) else None,
+            "chance_balanced": 1.0 / max(len(np.unique(target)), 1), "n": int(len(target))}
 
-    state = StateClassifier()
 
-    def state_loss(i):
-        out = state(x[i])
-        loss = sum(F.cross_entropy(out[k], st[k][i]) for k in STATE_HEADS)
-        return loss + F.binary_cross_entropy_with_logits(out["objects"], st["objects"][i])
+def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] = print
+                 ) -> Judges:
+    train, test = data.rows(False), data.rows(True)
+    labels, view = np.asarray(data.labels), np.asarray(data.view)
+    first = np.r_[True, data.episode[1:] != data.episode[:-1]]
+    st = state_targets(labels, view)
+    mood = mood_targets(labels, view)
+    act = action_targets(labels, first)
+    aud = audio_targets(labels, view["fire_gain"])
+    frames = data.frames
 
-    _fit(state, lambda i: state_loss(i % split), split, steps, 64, "state judge")
+    state = StateJudge()
+    weights = {k: _class_weights(st[k][train], len(v)) for k, v in STATE_HEADS.items()}
+    st_t = {k: torch.from_numpy(v) for k, v in st.items()}
 
-    pairs = torch.nonzero(has_prev[:split]).flatten()
+    def state_loss(i: np.ndarray) -> torch.Tensor:
+        out = state(to_input(frames[i]))
+        return sum(F.cross_entropy(out[k], st_t[k][i], weight=weights[k], ignore_index=-1)
+                   for k in STATE_HEADS)
+
+    log("training the state judge (full 128x128 frames)")
+    _fit(state, state_loss, train, steps, 48, "state judge", log)
+
+    mood_rows = train[mood[train] >= 0]
+    crops = creature_crops(frames[mood_rows], view["creature_box"][mood_rows])
+    crop_of = {int(r): j for j, r in enumerate(mood_rows)}
+    mood_t = torch.from_numpy(mood)
+    mood_w = _class_weights(mood[train], len(MOODS))
+    mood_judge = MoodJudge()
+    log(f"training the mood judge ({len(mood_rows)} crops of the creature)")
+    jitter = np.random.default_rng(1)
+
+    def mood_loss(i: np.ndarray) -> torch.Tensor:
+        batch = crops[[crop_of[int(r)] for r in i]]
+        dx, dy = (int(v) for v in jitter.integers(-2, 3, 2))  # the box is not pixel-exact
+        return F.cross_entropy(mood_judge(torch.roll(batch, (dy, dx), (2, 3))), mood_t[i],
+                               weight=mood_w)
+
+    _fit(mood_judge, mood_loss, mood_rows, steps // 2, 128, "mood judge", log)
+
+    pair_rows = train[act[train] >= 0]
+    act_t = torch.from_numpy(act)
+    act_w = _class_weights(act[train], len(ACTIONS))
     idm = InverseDynamics()
-    _fit(idm, lambda i: F.cross_entropy(idm(x[pairs[i] - 1], x[pairs[i]]), act[pairs[i]]),
-         len(pairs), steps, 64, "inverse dynamics")
+    log("training the inverse-dynamics judge (pairs of full frames)")
+    _fit(idm, lambda i: F.cross_entropy(idm(to_input(frames[i - 1]), to_input(frames[i])),
+                                        act_t[i], weight=act_w), pair_rows, steps, 48,
+         "inverse dynamics", log)
 
-    audio_judge = AudioEventClassifier()
-    audio_judge(a[:2])  # materialise the lazy layer
-    _fit(audio_judge, lambda i: F.binary_cross_entropy_with_logits(audio_judge(a[i]), aud[i]),
-         split, steps, 128, "audio judge")
+    audio = torch.from_numpy(np.asarray(data.audio, np.float32) / 32768.0)
+    aud_t = torch.from_numpy(aud)
+    known = aud_t >= 0
+    pos = (aud[train] == 1).sum(0)
+    neg = (aud[train] == 0).sum(0)
+    pos_weight = torch.tensor(neg / np.maximum(pos, 1), dtype=torch.float32)
+    audio_judge = AudioJudge()
+    audio_judge(audio[:2])  # materialise the lazy layer
 
-    with torch.inference_mode():
-        test = torch.arange(split, n)
-        out = state(x[test])
-        acc = {f"state_{k}": float((out[k].argmax(1) == st[k][test]).float().mean())
-               for k in STATE_HEADS}
-        tp = torch.nonzero(has_prev[split:]).flatten() + split
-        acc["inverse_dynamics"] = float((idm(x[tp - 1], x[tp]).argmax(1) == act[tp])
-                                        .float().mean())
-        from .metrics import balanced_accuracy
+    def audio_loss(i: np.ndarray) -> torch.Tensor:
+        loss = F.binary_cross_entropy_with_logits(audio_judge(audio[i]), aud_t[i].clamp(min=0),
+                                                  pos_weight=pos_weight, reduction="none")
+        return (loss * known[i]).sum() / known[i].sum().clamp(min=1)
 
-        per_class = balanced_accuracy((audio_judge(a[test]) > 0).numpy(), aud[test].numpy())
-        acc["audio_events_balanced"] = float(np.mean([v for v in per_class if v is not None]))
-    return Judges(state, idm, audio_judge, acc)
+    log("training the audio judge")
+    _fit(audio_judge, audio_loss, train, steps * 2, 256, "audio judge", log)
+
+    judges = Judges(state, mood_judge, idm, audio_judge)
+    judges.accuracy = judge_report(judges, data, test, train)
+    return judges
+
+
+def judge_report(judges: Judges, data: JudgeData, rows: np.ndarray, train: np.ndarray,
+                 frames: np.ndarray | None = None) -> dict[str, dict]:
+    """Each head's figures on `rows` of the data set; `frames` replaces the pictures (e.g. the
+    autoencoder's reconstructions of the same rows) when given."""
+    labels, view = np.asarray(data.labels), np.asarray(data.view)
+    pictures = np.asarray(data.frames[rows]) if frames is None else frames
+    first = np.r_[True, data.episode[1:] != data.episode[:-1]]
+    st = state_targets(labels, view)
+    out: dict[str, dict] = {}
+    read = judges.read_state(pictures)
+    for k in STATE_HEADS:
+        out[f"state_{k}"] = head_report(read[k], st[k][rows], st[k][train])
+    mood = mood_targets(labels, view)
+    scored = mood[rows] >= 0
+    pred = np.full(len(rows), -1)
+    if scored.any():
+        pred[scored] = judges.read_mood(pictures[scored], view["creature_box"][rows][scored])
+    out["mood"] = head_report(pred, mood[rows], mood[train])
+    act = action_targets(labels, first)
+    has_prev = np.isin(rows - 1, rows) & (act[rows] >= 0)
+    position = {int(r): j for j, r in enumerate(rows)}
+    after = np.nonzero(has_prev)[0]
+    before = np.array([position[int(rows[j] - 1)] for j in after], np.int64)
+    pred = np.full(len(rows), -1)
+    if len(after):
+        pred[after] = judges.read_actions(pictures[before], pictures[after])
+    out["inverse_dynamics"] = head_report(pred, np.where(has_prev, act[rows], -1), act[train])
+    if frames is None:
+        aud = audio_targets(labels, view["fire_gain"])
+        heard = judges.read_audio(np.asarray(data.audio[rows]))
+        for c, name in enumerate(AUDIO_EVENTS):
+            out[f"audio_{name}"] = head_report(heard[:, c].astype(np.int64),
+                                               aud[rows, c].astype(np.int64),
+                                               aud[train, c].astype(np.int64))
+    return out
 
 
 def save_judges(path: Path, judges: Judges) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"state": judges.state.state_dict(), "idm": judges.idm.state_dict(),
-                "audio": judges.audio.state_dict(), "accuracy": judges.accuracy}, path)
+    torch.save({"state": judges.state.state_dict(), "mood": judges.mood.state_dict(),
+                "idm": judges.idm.state_dict(), "audio": judges.audio.state_dict(),
+                "accuracy": judges.accuracy}, path)
 
 
 def load_judges(path: Path) -> Judges:
     ckpt = torch.load(path, weights_only=False)
-    judges = Judges(StateClassifier(), InverseDynamics(), AudioEventClassifier(),
+    judges = Judges(StateJudge(), MoodJudge(), InverseDynamics(), AudioJudge(),
                     ckpt["accuracy"])
     judges.audio(torch.zeros(1, 800))
-    judges.state.load_state_dict(ckpt["state"])
-    judges.idm.load_state_dict(ckpt["idm"])
-    judges.audio.load_state_dict(ckpt["audio"])
-    for m in (judges.state, judges.idm, judges.audio):
-        m.eval()
+    for name in ("state", "mood", "idm", "audio"):
+        getattr(judges, name).load_state_dict(ckpt[name])
+        getattr(judges, name).eval()
+    return judges
+
+
+def cached_judges(cache: Path, log: Callable[[str], None] = print, rebuild: bool = False
+                  ) -> Judges:
+    """The judges of this JUDGES_VERSION from `cache`, built (data set, then training) if
+    missing or if `rebuild`."""
+    path = cache / f"judges_v{JUDGES_VERSION}.pt"
+    if path.exists() and not rebuild:
+        return load_judges(path)
+    data = judge_data(cache, log)
+    log(f"training the judges on {len(data)} frames "
+        f"({int(data.episode.max()) + 1} episodes, {int(data.test.sum())} test frames)")
+    judges = train_judges(data, log=log)
+    save_judges(path, judges)
     return judges

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.sim.constants import FPS, SAMPLE_RATE, SAMPLES_PER_FRAME
+from engine.sim.constants import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 
 def to_float(frames: np.ndarray) -> np.ndarray:
@@ -89,46 +89,99 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
     return float(((mu1 - mu2) ** 2).sum() + np.trace(s1) + np.trace(s2) - 2 * tr_covmean)
 
 
-def onset_samples(audio: np.ndarray, hop: int = 80, threshold: float = 4.0) -> np.ndarray:
-    """Sample positions where short-time energy jumps `threshold`x above the previous hop's."""
+def onset_envelope(audio: np.ndarray, hop: int = 80) -> np.ndarray:
+    """Positive jumps of log short-time energy per hop (a spectral-flux-like onset strength)."""
     x = np.asarray(audio, np.float64)
     n = len(x) // hop
-    energy = (x[: n * hop].reshape(n, hop) ** 2).mean(1) + 1e-9
-    floor = max(energy.mean() * 0.5, 1e-9)
-    jumps = np.nonzero((energy[1:] > threshold * energy[:-1]) & (energy[1:] > floor))[0] + 1
-    # keep the first hop of each burst
-    keep = [j for i, j in enumerate(jumps) if i == 0 or j - jumps[i - 1] > 2]
-    return np.asarray(keep, np.int64) * hop
+    energy = np.log((x[: n * hop].reshape(n, hop) ** 2).mean(1) + 1e-8)
+    return np.maximum(np.diff(energy, prepend=energy[:1]), 0.0)
 
 
-def av_offsets_ms(audio: np.ndarray, step_frames: np.ndarray, window_ms: float = 150.0
-                  ) -> list[float]:
-    """Offsets (ms) from each step frame's start to the nearest detected audio onset.
-
-    Positive: the sound comes late. Steps with no onset within `window_ms` are left out.
-    """
-    onsets = onset_samples(audio)
-    offsets: list[float] = []
-    if len(onsets) == 0:
-        return offsets
-    for f in step_frames:
-        start = f * SAMPLES_PER_FRAME
-        d = onsets - start
-        best = d[np.argmin(np.abs(d))]
-        if abs(best) * 1000 / SAMPLE_RATE <= window_ms:
-            offsets.append(float(best * 1000 / SAMPLE_RATE))
-    return offsets
+def step_impulses(step_frames: np.ndarray, frames: int, hop: int = 80) -> np.ndarray:
+    """An impulse train at the hops where each footstep's sound should start."""
+    out = np.zeros(frames * SAMPLES_PER_FRAME // hop)
+    idx = (np.asarray(step_frames, np.int64) * SAMPLES_PER_FRAME) // hop
+    out[idx[idx < len(out)]] = 1.0
+    return out
 
 
-def av_sync_ms(audio: np.ndarray, step_frames: np.ndarray, window_ms: float = 150.0
-               ) -> float | None:
-    """Median of `av_offsets_ms`; None if no step pairs with an onset."""
-    offsets = av_offsets_ms(audio, step_frames, window_ms)
-    return float(np.median(offsets)) if offsets else None
+def _lagged_correlation(envelope: np.ndarray, impulses: np.ndarray, lags: np.ndarray
+                        ) -> np.ndarray:
+    env = (envelope - envelope.mean()) / (envelope.std() + 1e-12)
+    return np.array([np.sum(env[max(0, lag):len(env) + min(0, lag)]
+                            * impulses[max(0, -lag):len(impulses) - max(0, lag)])
+                     for lag in lags]) / max(impulses.sum(), 1.0)
 
 
-def frames_to_seconds(frames: int) -> float:
-    return frames / FPS
+def av_sync(tracks: list[tuple[np.ndarray, np.ndarray]], max_lag_ms: float = 200.0,
+            hop: int = 80, shuffles: int = 50, seed: int = 0) -> dict:
+    """Lag (ms) that maximises the cross-correlation of the audio's onset envelope with the true
+    footstep onsets, pooled over (audio, step_frames) tracks; positive = the sound comes late.
+
+    Control: the same peak with each track's step frames replaced by as many random frames
+    (`shuffles` times). `z` is how many control standard deviations the real peak stands
+    above the control's mean; `synced` needs z >= 3 and |lag| <= 50 ms."""
+    hop_ms = hop * 1000 / SAMPLE_RATE
+    max_lag = int(max_lag_ms / hop_ms)
+    lags = np.arange(-max_lag, max_lag + 1)
+    rng = np.random.default_rng(seed)
+    total = np.zeros(len(lags))
+    envs = []
+    for audio, steps in tracks:
+        frames = len(audio) // SAMPLES_PER_FRAME
+        env = onset_envelope(audio, hop)
+        envs.append((env, frames, len(steps)))
+        total += _lagged_correlation(env, step_impulses(steps, frames, hop), lags)
+    if not any(n for *_, n in envs):
+        return {"lag_ms": None, "peak": None, "control_peak": None, "z": None, "synced": False,
+                "steps": 0}
+    control = []
+    for _ in range(shuffles):
+        c = np.zeros(len(lags))
+        for env, frames, n in envs:
+            fake = rng.choice(frames, size=min(n, frames), replace=False)
+            c += _lagged_correlation(env, step_impulses(fake, frames, hop), lags)
+        control.append(c.max())
+    best = int(np.argmax(total))
+    z = (total[best] - np.mean(control)) / (np.std(control) + 1e-12)
+    lag_ms = float(lags[best] * hop_ms)
+    return {"lag_ms": lag_ms, "peak": float(total[best] / len(tracks)),
+            "control_peak": float(np.mean(control) / len(tracks)), "z": float(z),
+            "synced": bool(z >= 3 and abs(lag_ms) <= 50), "steps": int(sum(n for *_, n in envs))}
+
+
+def seam_ratio(frames: np.ndarray, tile: int = 32) -> float:
+    """Mean luminance gradient magnitude across every `tile`-th pixel border over that across
+    all other borders (1 = no seams; a latent-tile mosaic shows its grid, > 2)."""
+    y = luminance(frames)
+    gx = np.abs(np.diff(y, axis=2))  # border between column j and j + 1
+    gy = np.abs(np.diff(y, axis=1))
+    on_x = (np.arange(gx.shape[2]) + 1) % tile == 0
+    on_y = (np.arange(gy.shape[1]) + 1) % tile == 0
+    seam = np.concatenate([gx[:, :, on_x].ravel(), gy[:, on_y, :].ravel()]).mean()
+    rest = np.concatenate([gx[:, :, ~on_x].ravel(), gy[:, ~on_y, :].ravel()]).mean()
+    return float(seam / max(rest, 1e-12))
+
+
+def bootstrap_ci(values: np.ndarray, statistic=np.mean, n: int = 1000, seed: int = 0
+                 ) -> list[float] | None:
+    """95 % percentile interval of `statistic` over cases resampled with replacement."""
+    values = np.asarray(values)
+    if len(values) == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    stats = [statistic(values[rng.integers(0, len(values), len(values))]) for _ in range(n)]
+    lo, hi = np.nanpercentile(np.asarray(stats, np.float64), [2.5, 97.5])
+    return [float(lo), float(hi)]
+
+
+def balanced_accuracy_multiclass(pred: np.ndarray, target: np.ndarray) -> float | None:
+    """Mean over the classes present in `target` of the recall of that class."""
+    pred, target = np.asarray(pred), np.asarray(target)
+    classes = np.unique(target)
+    if len(classes) == 0:
+        return None
+    return float(np.mean([(pred[target == c] == c).mean() for c in classes]))
 
 
 def balanced_accuracy(pred: np.ndarray, target: np.ndarray) -> list[float | None]:
@@ -145,3 +198,45 @@ def balanced_accuracy(pred: np.ndarray, target: np.ndarray) -> list[float | None
         tnr = (~pred[neg, c]).mean() if neg.any() else tpr
         out.append(float((tpr + tnr) / 2))
     return out
+
+
+def balanced_accuracy_masked(pred: np.ndarray, target: np.ndarray) -> list[float | None]:
+    """`balanced_accuracy` per column, leaving out rows whose target is -1 (ambiguous)."""
+    pred, target = np.asarray(pred, bool), np.asarray(target)
+    out: list[float | None] = []
+    for c in range(target.shape[1]):
+        keep = target[:, c] >= 0
+        out.append(balanced_accuracy(pred[keep, c:c + 1], target[keep, c:c + 1] > 0)[0])
+    return out
+
+
+def _mse(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.mean((to_float(a) - to_float(b)) ** 2))
+
+
+def loop_closure_case(generated: np.ndarray, truth: np.ndarray, start_view: np.ndarray,
+                      halfway: int) -> dict:
+    """One full turn in place: generated and true frames of the turn (the last one faces where
+    the turn began), the view before the turn, and the index of the half-turn frame."""
+    return {"mse_closed": _mse(generated[-1], truth[-1]),
+            "mse_sim_closed": _mse(truth[-1], start_view),  # what changed in the world itself
+            "mse_halfway": _mse(generated[halfway], truth[halfway]),
+            "mse_halfway_frozen": _mse(start_view, truth[halfway]),
+            "turned": _mse(generated[halfway], truth[halfway])
+            < _mse(generated[halfway], start_view)}
+
+
+def loop_closure_summary(cases: list[dict]) -> dict:
+    """`loop_closure_psnr` (DESIGN.md: the view after the full turn against the simulator's),
+    the simulator's own change over the turn as its ceiling, and the half-turn check that tells
+    a model that turned and came back from one that never moved (which closes the loop
+    trivially): `loop_closure_turned` is the fraction of turns whose half-turn frame is nearer
+    the simulator's view behind the player than the view it started from."""
+    mean = {k: float(np.mean([c[k] for c in cases])) for k in cases[0]}
+    return {"loop_closure_psnr": psnr_from_mse(mean["mse_closed"]),
+            "loop_closure_psnr_sim": psnr_from_mse(mean["mse_sim_closed"]),
+            "loop_closure_halfway_psnr": psnr_from_mse(mean["mse_halfway"]),
+            "loop_closure_halfway_psnr_frozen": psnr_from_mse(mean["mse_halfway_frozen"]),
+            "loop_closure_turned": mean["turned"], "loop_closure_cases": len(cases),
+            "loop_closure_passed": bool(mean["turned"] >= 0.9
+                                        and mean["mse_closed"] <= mean["mse_halfway_frozen"])}

@@ -94,6 +94,8 @@ class Renderer:
         self.pano_height = 3 * size
         self.table = np.zeros((slices * size + self.pano_width * self.pano_height, 3), np.uint8)
         self.pano_key: object = None
+        self.last_source: np.ndarray | None = None  # (H, W) table index of each pixel
+        self.last_cells: np.ndarray | None = None  # (slices, W) map cell of each terrain sample
         self.pano_cols = np.arange(size, dtype=np.int32)
         rng = np.random.default_rng(seed)
         self.rain = _streaks(rng, size, count=size * 3 // 4, length=max(3, size // 16),
@@ -172,6 +174,8 @@ class Renderer:
         sky_index = self.slices * size + pano_row * self.pano_width + pano_col
         index = np.where(marker_row >= 0, terrain_index, sky_index)
         image = np.take(self.table, index, axis=0)
+        # Kept for visibility labels (engine/sim/visibility.py): what each pixel shows.
+        self.last_source, self.last_cells = index, flat
 
         drawn: set[int] = set()
         if billboards:

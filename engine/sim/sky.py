@@ -4,6 +4,7 @@ weather, time of day, rainbow or palette change. The renderer slices them by yaw
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -57,6 +58,25 @@ def atmosphere(theme: Theme, weather: str, time_of_day: str) -> Atmosphere:
     )
 
 
+RAINBOW_CENTRE = 0.15  # of the panorama's width: the rainbow stands at a fixed heading
+
+
+@lru_cache(maxsize=4)
+def rainbow_arc(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """(band index, arc mask), both (height, width): where the rainbow sits in the panorama."""
+    v, u = np.mgrid[0:height, 0:width].astype(np.float32)
+    px_per_rad = width / (2 * np.pi)
+    centre_u, centre_v = RAINBOW_CENTRE * width, height / 2 + 0.1 * px_per_rad
+    dist = np.sqrt((u - centre_u) ** 2 + (v - centre_v) ** 2) / px_per_rad  # radians
+    dist = np.minimum(dist, np.sqrt((u - centre_u - width) ** 2 + (v - centre_v) ** 2)
+                      / px_per_rad)
+    band = ((0.8 - dist) / 0.025).astype(np.int32)
+    below = np.arange(height) >= height / 2
+    arc = (band >= 0) & (band < len(RAINBOW_BANDS)) & ~below[:, None]
+    band.flags.writeable = arc.flags.writeable = False
+    return band, arc
+
+
 def build_panorama(
     atmo: Atmosphere, time_of_day: str, weather: str, rainbow: bool, width: int, height: int,
     seed: int,
@@ -70,7 +90,6 @@ def build_panorama(
     below = rows >= height / 2
     pano[below] = atmo.fog_rgb
     v, u = np.mgrid[0:height, 0:width].astype(np.float32)
-    px_per_rad = width / (2 * np.pi)
     clear_sky = weather == "clear"
     if time_of_day == "night" and weather == "clear":
         rng = np.random.default_rng(seed)
@@ -88,12 +107,7 @@ def build_panorama(
         sun = (255, 245, 200) if time_of_day == "day" else (255, 150, 70)
         pano = pano * (1 - glow) + np.asarray(sun, np.float32) * glow
     if rainbow:
-        centre_u, centre_v = 0.15 * width, height / 2 + 0.1 * px_per_rad
-        dist = np.sqrt((u - centre_u) ** 2 + (v - centre_v) ** 2) / px_per_rad  # radians
-        dist = np.minimum(dist, np.sqrt((u - centre_u - width) ** 2 + (v - centre_v) ** 2)
-                          / px_per_rad)
-        band = ((0.8 - dist) / 0.025).astype(np.int32)
-        arc = (band >= 0) & (band < len(RAINBOW_BANDS)) & ~below[:, None]
+        band, arc = rainbow_arc(width, height)
         alpha = 0.75 if time_of_day != "night" else 0.35
         pano[arc] = (1 - alpha) * pano[arc] + alpha * RAINBOW_BANDS[band[arc]]
     return np.clip(pano, 0, 255).astype(np.uint8)

@@ -135,6 +135,7 @@ class SimWorld:
         self.weather, self.time_of_day, self.rainbow = "clear", "day", False
         self.objects: list[SpawnedObject] = []
         self.frame_index = 0
+        self.last_drawn: set[int] = set()
         self.loudness, self.onset = 0.0, False
         self.reference_image: np.ndarray | None = None
         self.theme = self.base_theme
@@ -340,6 +341,7 @@ class SimWorld:
             self._burn(ignited, done)
 
         rgb, drawn = self._render()
+        self.last_drawn = drawn  # billboard keys that drew pixels (engine/sim/visibility.py)
         surface = self._surface()
         if stepped:
             self.mixer.trigger("step_" + ("sand" if surface == "sand" else surface))

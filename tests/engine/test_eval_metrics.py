@@ -61,17 +61,37 @@ def test_brightness_drift_known_value():
     assert M.brightness_drift(gen, truth) == pytest.approx(0.1)
 
 
-def test_av_sync_recovers_a_known_delay():
-    steps = np.array([5, 15, 30])
-    audio = np.zeros(40 * 800)
+def test_av_sync_recovers_a_known_delay_and_ignores_random_bursts():
     rng = np.random.default_rng(3)
-    audio += rng.normal(0, 0.001, audio.shape)
-    delay = 160  # samples = 10 ms at 16 kHz
+    frames = 400
+    steps = np.sort(rng.choice(np.arange(5, frames - 5), 40, replace=False))
+    audio = rng.normal(0, 0.001, frames * 800)
+    delay = 480  # samples = 30 ms at 16 kHz
     for f in steps:
         s = f * 800 + delay
         audio[s:s + 400] += rng.normal(0, 0.5, 400)
-    assert M.av_sync_ms(audio, steps) == pytest.approx(10.0, abs=2.5)
-    assert M.av_sync_ms(np.zeros(4000), steps) is None
+    sync = M.av_sync([(audio, steps)])
+    assert sync["synced"] and sync["lag_ms"] == pytest.approx(30.0, abs=5.0)
+    unrelated = np.sort(rng.choice(np.arange(5, frames - 5), 40, replace=False))
+    assert not M.av_sync([(audio, unrelated)])["synced"]
+    assert M.av_sync([(np.zeros(4000), np.array([], int))])["lag_ms"] is None
+
+
+def test_seam_ratio_sees_a_tile_mosaic():
+    rng = np.random.default_rng(4)
+    smooth = rng.random((2, 128, 128, 3)) * 0.2 + 0.4
+    tiles = np.kron(rng.random((2, 4, 4, 3)), np.ones((1, 32, 32, 1))) + smooth * 0.1
+    assert M.seam_ratio(smooth) == pytest.approx(1.0, abs=0.1)
+    assert M.seam_ratio(tiles) > 2
+
+
+def test_bootstrap_interval_contains_the_mean_and_narrows_with_n():
+    rng = np.random.default_rng(5)
+    small, large = rng.random(20) < 0.7, rng.random(2000) < 0.7
+    lo, hi = M.bootstrap_ci(small)
+    assert lo <= small.mean() <= hi
+    lo2, hi2 = M.bootstrap_ci(large)
+    assert hi2 - lo2 < (hi - lo) / 4
 
 
 def test_balanced_accuracy_ignores_trivial_negatives():
@@ -79,6 +99,8 @@ def test_balanced_accuracy_ignores_trivial_negatives():
     always_no = np.zeros_like(target)
     assert M.balanced_accuracy(always_no, target) == [0.5, None]
     assert M.balanced_accuracy(target, target) == [1.0, None]
+    assert M.balanced_accuracy_multiclass(np.array([0, 0, 0, 1]), np.array([0, 0, 0, 1])) == 1.0
+    assert M.balanced_accuracy_multiclass(np.zeros(4, int), np.array([0, 0, 0, 1])) == 0.5
 
 
 def test_action_classes_and_audio_targets_from_labels():

@@ -1,0 +1,179 @@
+"""The eval's test protocols, built on the simulator so the simulator itself can pass them.
+
+- Prompt: stand still, the sentence arrives, turn toward what it made (the rainbow stands at a
+  fixed heading; fire and spawned objects appear ahead), judge the frame 2 s later.
+- Gift (Zero Mark): face the creature until it asks, give a leaf or a dragon, look away and
+  wait, come back 20 s after the gift (turn to the creature, walk up to it) and again at 60 s;
+  judge its mood in the first frame near each check where it stands in view.
+- Turn: an exact 2 pi turn in place (104 frames of LEFT, then the remainder as a yaw delta).
+- Walk: 2,000 frames of walking play (forward, turning away from what blocks the way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.data.layout import HELDOUT_SEED_BASE
+from engine.sim import FrameInputs, WorldSpec
+from engine.sim.constants import CREATURE_MOODS, KEY_BITS
+from engine.sim.prompts import EVENT_NAMES, heldout_paraphrases, resolve, sample_training_text
+from engine.sim.themes import THEME_NAMES
+from engine.sim.visibility import rainbow_heading
+from engine.sim.world import TURN_RATE
+
+from .classifiers import CREATURE_MIN_PX, STATE_HEADS
+from .episodes import PRIME_FRAMES, Recorder, SimEpisode
+from .judge_data import heading_to, turn_toward
+
+PROMPT_JUDGE_AFTER = 40  # frames after the sentence: 2 s
+GIFT_CHECKS = (400, 1200)  # frames after the gift: 20 s and 60 s
+GIFT_REACT = 4  # frames the model plays right after the gift (the sentence's chunk)
+GIFT_RETURN = 120  # frames of coming back (turn, walk up) before each check
+GIFT_VIEW_WINDOW = 40  # the check: first of the last 40 frames with the creature in view
+CLOSE_ENOUGH = 8.0  # cells: stop walking toward the creature here
+TURN_KEY_FRAMES = int(2 * np.pi / TURN_RATE)  # 104 frames of LEFT ...
+TURN_REMAINDER = 2 * np.pi - TURN_KEY_FRAMES * TURN_RATE  # ... then this yaw delta: exactly 2 pi
+
+
+# -- prompts ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PromptCase:
+    event: str
+    text: str  # what the model is told (any sentence)
+
+
+def prompt_episode(case: PromptCase, index: int, with_prompt: bool = True) -> SimEpisode:
+    """Idle priming, the event at frame PRIME_FRAMES, then 2 s looking toward its effect."""
+    seed = HELDOUT_SEED_BASE + 500 + index
+    rec = Recorder(WorldSpec(seed, THEME_NAMES[index % len(THEME_NAMES)]))
+    sim_text = case.text if resolve(case.text).event == case.event else sample_training_text(
+        case.event, np.random.default_rng(index))
+    for t in range(PRIME_FRAMES + PROMPT_JUDGE_AFTER + 1):
+        inp = FrameInputs()
+        if t == PRIME_FRAMES and with_prompt:
+            inp.prompts = (sim_text,)
+        if t > PRIME_FRAMES and case.event == "rainbow":
+            inp.yaw = turn_toward(rec.world, rainbow_heading())
+        rec.step(inp)
+    return rec.episode({PRIME_FRAMES: case.text} if with_prompt else {})
+
+
+def prompt_target(event: str) -> tuple[str, int]:
+    """(state head, class index) a judge should read once `event` has happened and been faced."""
+    for head in ("weather", "time_of_day"):
+        if event in STATE_HEADS[head]:
+            return head, STATE_HEADS[head].index(event)
+    if event in ("fire", "rainbow"):
+        return f"{event}_in_view", 1
+    if event.startswith("spawn_"):
+        return f"{event.removeprefix('spawn_')}_in_view", 1
+    raise ValueError(f"event {event!r} has no visible state to judge")
+
+
+JUDGEABLE_EVENTS = tuple(e for e in EVENT_NAMES if not e.startswith(("gift_", "companion_")))
+
+
+def default_prompt_cases(per_event: int = 2) -> list[PromptCase]:
+    events = ("rain", "snow", "fog", "night", "dusk", "fire", "rainbow", "spawn_dragon",
+              "spawn_lantern", "spawn_tree", "spawn_crystal", "spawn_statue")
+    return [PromptCase(e, text) for e in events for text in heldout_paraphrases(e)[:per_event]]
+
+
+# -- gifts -----------------------------------------------------------------------------------
+@dataclass
+class GiftEpisode:
+    episode: SimEpisode
+    gift_frame: int
+    checks: list[int]  # judged frame of each GIFT_CHECKS entry (-1: never in view)
+    returns: list[int]  # first frame of each return to the creature
+
+
+def gift_episode(gift: str, text: str, index: int, wait: int = 300) -> GiftEpisode:
+    """Face the creature until it asks, give `gift` (the model is told `text`), look away and
+    stand; GIFT_RETURN frames before each check turn to the creature and walk up to it."""
+    seed = HELDOUT_SEED_BASE + 900 + index
+    rec = Recorder(WorldSpec(seed, THEME_NAMES[index % len(THEME_NAMES)]))
+    world = rec.world
+    creature = world.creature.state
+    sim_text = sample_training_text(gift, np.random.default_rng(index))
+
+    def toward_creature() -> float:
+        return turn_toward(world, heading_to(world, creature.x, creature.y))
+
+    labels = None
+    while len(rec) < wait:  # face the creature until it asks
+        if labels is not None and CREATURE_MOODS[labels["creature_mood"]] == "curious" and \
+                labels["creature_distance"] < 6:
+            break
+        labels = rec.step(FrameInputs(yaw=toward_creature()))
+    gift_frame = len(rec)
+    rec.step(FrameInputs(prompts=(sim_text,)))
+    for _ in range(GIFT_REACT - 1):
+        rec.step(FrameInputs())
+    returns = []
+    for after in GIFT_CHECKS:
+        away = heading_to(world, creature.x, creature.y) + np.pi
+        while len(rec) < gift_frame + after - GIFT_RETURN:  # look away and wait
+            rec.step(FrameInputs(yaw=turn_toward(world, away)))
+        returns.append(len(rec))
+        while len(rec) <= gift_frame + after:  # come back: face it, walk up to it
+            yaw = toward_creature()
+            far = world.creature.distance_to(world.x, world.y) > CLOSE_ENOUGH
+            rec.step(FrameInputs(keys=KEY_BITS["W"] if far and abs(yaw) < 0.05 else 0,
+                                 yaw=yaw))
+    ep = rec.episode({gift_frame: text})
+    checks = []
+    for after in GIFT_CHECKS:
+        end = gift_frame + after
+        seen = np.nonzero(ep.view["creature_px"][end - GIFT_VIEW_WINDOW:end + 1]
+                          >= CREATURE_MIN_PX)[0]
+        checks.append(int(end - GIFT_VIEW_WINDOW + seen[0]) if len(seen) else -1)
+    return GiftEpisode(ep, gift_frame, checks, returns)
+
+
+def gift_cases(per_gift: int, max_tries: int = 60) -> list[tuple[str, GiftEpisode]]:
+    """The first `per_gift` held-out seeds per gift where the simulator shows the creature at
+    every check (a protocol the simulator cannot pass would measure nothing)."""
+    out: list[tuple[str, GiftEpisode]] = []
+    for gift in ("gift_leaf", "gift_dragon"):
+        texts = heldout_paraphrases(gift)
+        kept = 0
+        for index in range(max_tries):
+            if kept == per_gift:
+                break
+            g = gift_episode(gift, texts[index % len(texts)], index)
+            if min(g.checks) >= 0:
+                out.append((gift, g))
+                kept += 1
+    return out
+
+
+# -- turn and walk ---------------------------------------------------------------------------
+def turn_episode(index: int) -> SimEpisode:
+    """PRIME_FRAMES idle frames, then exactly 2 pi to the left in place, one frame at a time."""
+    seed = HELDOUT_SEED_BASE + 700 + index
+    inputs = [FrameInputs() for _ in range(PRIME_FRAMES)]
+    inputs += [FrameInputs.hold("LEFT") for _ in range(TURN_KEY_FRAMES)]
+    inputs += [FrameInputs(yaw=-TURN_REMAINDER)]
+    return SimEpisode(WorldSpec(seed, THEME_NAMES[index % len(THEME_NAMES)]), inputs).simulate()
+
+
+def walk_episode(index: int, frames: int = 2000) -> SimEpisode:
+    """Walking play: forward, a gentle drift of heading, turning away when blocked."""
+    seed = HELDOUT_SEED_BASE + 800 + index
+    rec = Recorder(WorldSpec(seed, THEME_NAMES[index % len(THEME_NAMES)]))
+    rng = np.random.default_rng(seed)
+    turning, drift = 0, 0.0
+    for _ in range(frames):
+        drift = 0.95 * drift + rng.normal(0, 0.004)
+        if turning > 0:
+            turning -= 1
+            rec.step(FrameInputs.hold("LEFT"))
+            continue
+        before = (rec.world.x, rec.world.y)
+        rec.step(FrameInputs.hold("W", yaw=float(drift)))
+        if (rec.world.x, rec.world.y) == before:
+            turning = int(rng.integers(10, 30))
+    return rec.episode()

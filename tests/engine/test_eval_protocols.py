@@ -1,0 +1,127 @@
+"""The eval's protocols can be passed by the simulator and fail the models they should fail.
+
+The learned judges are too slow to train here; these tests judge with the simulator's own
+visibility labels (a perfect judge), which is what a protocol must get right first. The
+full-size figures, with the learned judges, come from `python -m engine.eval --json`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.eval import metrics as M
+from engine.eval.__main__ import load_prompt_cases
+from engine.eval.classifiers import MOODS, mood_targets, state_targets
+from engine.eval.episodes import PRIME_FRAMES, ModelPlayer, SimEpisode
+from engine.eval.judge_data import JUDGE_EVENTS, JUDGE_SEED_BASE, judge_episode
+from engine.eval.protocols import (
+    TURN_KEY_FRAMES,
+    PromptCase,
+    gift_episode,
+    prompt_episode,
+    prompt_target,
+    turn_episode,
+    walk_episode,
+)
+from engine.sim import FrameInputs, WorldSpec
+
+
+def _reads(ep: SimEpisode, case: PromptCase) -> bool:
+    head, target = prompt_target(case.event)
+    return bool(state_targets(ep.labels[-1:], ep.view[-1:])[head][0] == target)
+
+
+@pytest.mark.parametrize("event", ["rain", "night", "fire", "rainbow", "spawn_lantern"])
+def test_the_simulator_passes_its_prompt_test_and_the_control_does_not(event):
+    case = PromptCase(event, "a sentence the simulator has never heard")
+    ep = prompt_episode(case, 3)
+    assert ep.model_text == {PRIME_FRAMES: case.text}  # the model gets the sentence as typed
+    assert _reads(ep, case)  # the simulator applied the event anyway, and it is in view
+    assert not _reads(prompt_episode(case, 3, with_prompt=False), case)
+
+
+def test_the_rainbow_case_turns_toward_the_rainbow():
+    ep = prompt_episode(PromptCase("rainbow", "paint a rainbow"), 0)
+    assert ep.view["rainbow_pixels"][PRIME_FRAMES] < 40 <= ep.view["rainbow_pixels"][-1]
+
+
+@pytest.mark.parametrize("gift,mood", [("gift_leaf", "happy"), ("gift_dragon", "afraid")])
+def test_the_gift_test_shows_the_remembered_mood_in_view(gift, mood):
+    g = gift_episode(gift, "here you go", 0)
+    truth = mood_targets(g.episode.labels, g.episode.view)
+    for check, back in zip(g.checks, g.returns, strict=True):
+        assert check >= back  # judged after coming back, with the creature in view
+        assert MOODS[truth[check]] == mood
+    # in between, the player looked away: the creature was not in view just before returning
+    assert g.episode.view["creature_px"][g.returns[0] - 1] == 0
+
+
+def test_a_frozen_model_does_not_pass_loop_closure_and_the_simulator_does():
+    ep = turn_episode(0)
+    truth = ep.frames[PRIME_FRAMES:]
+    start = ep.frames[PRIME_FRAMES - 1]
+    assert ep.labels["pose_yaw"][-1] == pytest.approx(ep.labels["pose_yaw"][0] - 2 * np.pi,
+                                                      abs=1e-4)
+    frozen = np.repeat(start[None], len(truth), 0)
+    half = TURN_KEY_FRAMES // 2
+    stuck = M.loop_closure_summary([M.loop_closure_case(frozen, truth, start, half)])
+    perfect = M.loop_closure_summary([M.loop_closure_case(truth, truth, start, half)])
+    assert stuck["loop_closure_turned"] == 0 and not stuck["loop_closure_passed"]
+    assert perfect["loop_closure_turned"] == 1 and perfect["loop_closure_passed"]
+
+
+def test_a_shuffled_audio_track_fails_av_sync():
+    ep = walk_episode(0, 240)
+    steps = np.nonzero(ep.labels["step_onset"])[0]
+    audio = ep.audio.astype(np.float64) / 32768
+    assert M.av_sync([(audio.reshape(-1), steps)])["synced"]
+    shuffled = audio[np.random.default_rng(0).permutation(len(audio))]
+    assert not M.av_sync([(shuffled.reshape(-1), steps)])["synced"]
+
+
+def test_judge_episodes_show_their_event():
+    seed = JUDGE_SEED_BASE + 1000 * JUDGE_EVENTS.index("rainbow")  # as in the judge data
+    _, _, labels, view = judge_episode(seed, "rainbow")
+    assert labels["rainbow"].any() and (view["rainbow_pixels"] >= 40).sum() > 10
+
+
+def test_prompt_files_are_validated(tmp_path):
+    good = tmp_path / "p.json"
+    good.write_text('[{"event": "rain", "text": "let the heavens weep"}]')
+    assert load_prompt_cases(str(good)) == [PromptCase("rain", "let the heavens weep")]
+    bad = tmp_path / "b.json"
+    bad.write_text('[{"event": "gift_leaf", "text": "x"}]')
+    with pytest.raises(ValueError, match=r"--prompts\[0\].event"):
+        load_prompt_cases(str(bad))
+
+
+class _RecordingSession:
+    def __init__(self):
+        self.pushed: list[tuple[int, object]] = []
+        self.frame = 0
+
+    def push(self, event):
+        self.pushed.append((self.frame, event))
+
+    def next_chunk(self, max_frames=None):
+        from types import SimpleNamespace
+
+        self.frame += 1
+        return SimpleNamespace(video=np.zeros((1, 8, 8, 3), np.uint8),
+                               audio=np.zeros(800, np.int16))
+
+
+def test_image_and_sentences_reach_the_model_at_their_frame():
+    palette = {"sky": [10, 20, 200], "foliage": [0, 200, 0], "ground": [200, 200, 0]}
+    inputs = [FrameInputs() for _ in range(6)]
+    inputs[2] = FrameInputs(image=palette)
+    inputs[4] = FrameInputs(prompts=("make it rain",))
+    ep = SimEpisode(WorldSpec(1, "frost_valley"), inputs, {4: "let the heavens weep"})
+    ep.simulate()
+    session = _RecordingSession()
+    ModelPlayer(world=None).play(session, ep, 0, 6)
+    kinds = {(frame, type(e).__name__) for frame, e in session.pushed}
+    assert (2, "Image") in kinds and (4, "Prompt") in kinds
+    prompt = next(e for frame, e in session.pushed if type(e).__name__ == "Prompt")
+    assert prompt.text == "let the heavens weep"
