@@ -48,6 +48,7 @@ class WorldModelConfig:
     context: int = 5  # clean frames a block looks back (the rolling KV window)
     sampler_steps: int = 3
     rope_base: float = 100.0
+    project_context: bool = False  # re-encode generated frames before they join the context
     extra: dict = field(default_factory=dict)
 
     @property

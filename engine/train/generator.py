@@ -77,29 +77,56 @@ def own_context(model: WorldModel, w: dict[str, torch.Tensor], memory: torch.Ten
     return ctx_v, ctx_a
 
 
+def full_context_mask(frame: torch.Tensor, context: int) -> torch.Tensor:
+    """(B, T) True where a window position sees as many clean frames as it would at run time:
+    min(position, context) frames of the window before it against min(frame index, context)
+    frames the episode has. Mid-episode that is only positions >= context (the first position
+    of a window sees nothing), so training on the others teaches a mask inference never uses."""
+    pos = torch.arange(frame.shape[1], device=frame.device)[None]
+    return pos.clamp(max=context) == frame.clamp(max=context)
+
+
 def flow_loss(model: WorldModel, w: dict[str, torch.Tensor], audio_weight: float,
-              own_share: float = 0.0, own_rounds: int = 2, own_steps: int = 2
+              own_share: float = 0.0, own_rounds: int = 2, own_steps: int = 2,
+              ctx_noise: float = 0.1, full_context_only: bool = False,
+              bad_context: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Flow-matching loss over every frame of a batch of windows (teacher forcing).
 
-    Context frames are, per window, either the truth, the truth slightly noised (its level tells
-    the model so; GameNGen / DIAMOND augmentation), or with probability `own_share` the model's
-    own predictions (`own_context`). Targets are always the true frames.
+    Context frames are, per window, either the truth, the truth noised to a level in
+    [1 - ctx_noise, 1] (the level tells the model so; GameNGen / DIAMOND augmentation), or with
+    probability `own_share` the model's own predictions (`own_context`). `bad_context`
+    (video (B, K, ...), audio (B, K, A), rows (B,) bool) puts stored erroneous histories (the
+    Error Bank, engine/train/errorbank.py) in the first K positions of the chosen windows;
+    those windows are scored only after them. Targets are always the true frames.
+    `full_context_only` scores only positions that see a run-time-sized context.
     """
     b, t = w["frame"].shape
     dev = w["video"].device
     memory, arrival, valid = make_memory(model, w)
     clean, clean_audio = w["video"], w["audio"]
     own = torch.rand(b, device=dev) < own_share
+    weight = torch.ones(b, t, device=dev)
+    if full_context_only:
+        weight = full_context_mask(w["frame"], model.config.context).float()
+    if bad_context is not None:
+        own = own & ~bad_context[2]
     if own.any():
         sub = {k: v[own] for k, v in w.items()}
         own_v, own_a = own_context(model, sub, memory[own], arrival[own], valid[own],
                                    own_rounds, own_steps)
         clean, clean_audio = clean.clone(), clean_audio.clone()
         clean[own], clean_audio[own] = own_v.to(clean.dtype), own_a.to(clean_audio.dtype)
+    if bad_context is not None and bad_context[2].any():
+        bad_v, bad_a, rows = bad_context
+        k = bad_v.shape[1]
+        clean, clean_audio = clean.clone(), clean_audio.clone()
+        clean[rows, :k] = bad_v[rows].to(clean.dtype)
+        clean_audio[rows, :k] = bad_a[rows].to(clean_audio.dtype)
+        weight[rows] = (torch.arange(t, device=dev) >= k).float()
     ctx_level = torch.ones(b, t, device=dev)
     aug = (torch.rand(b, device=dev) < 0.5) & ~own
-    ctx_level[aug] = 0.9 + 0.1 * torch.rand(int(aug.sum()), t, device=dev)
+    ctx_level[aug] = 1 - ctx_noise * torch.rand(int(aug.sum()), t, device=dev)
     lv = ctx_level[..., None, None, None]
     clean = lv * clean + (1 - lv) * torch.randn_like(clean)
     # The previous-frame input of block i is the context frame i - 1.
@@ -115,8 +142,11 @@ def flow_loss(model: WorldModel, w: dict[str, torch.Tensor], audio_weight: float
         _pair(clean, noisy), _pair(prev, prev), _pair(clean_audio, noisy_audio),
         _pair(w["inputs"], w["inputs"]), _pair(w["text"], w["text"]), _pair(ctx_level, s),
         _pair(w["frame"], w["frame"]), is_noisy, memory, arrival, valid)
-    video_loss = ((v_pred[:, t:].float() - (w["video"] - eps_v)) ** 2).mean()
-    audio_loss = ((a_pred[:, t:].float() - (w["audio"] - eps_a)) ** 2).mean()
+    norm = weight.sum().clamp(min=1)
+    video_err = ((v_pred[:, t:].float() - (w["video"] - eps_v)) ** 2).mean(dim=(2, 3, 4))
+    audio_err = ((a_pred[:, t:].float() - (w["audio"] - eps_a)) ** 2).mean(dim=2)
+    video_loss = (video_err * weight).sum() / norm
+    audio_loss = (audio_err * weight).sum() / norm
     return video_loss + audio_weight * audio_loss, video_loss, audio_loss
 
 

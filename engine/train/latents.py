@@ -32,9 +32,11 @@ class LatentEpisode:
 
 
 def load_tokenizers(folder: str | Path) -> tuple[VideoAE, AudioAE]:
+    """A tokenizer run's `*_final.pt` files, or a shipped weights folder's `*.pt` files."""
     folder = Path(folder)
-    video = load_checkpoint(folder / "video_ae_final.pt", VideoAE, VideoAEConfig)
-    audio = load_checkpoint(folder / "audio_ae_final.pt", AudioAE, AudioAEConfig)
+    suffix = "_final.pt" if (folder / "video_ae_final.pt").exists() else ".pt"
+    video = load_checkpoint(folder / f"video_ae{suffix}", VideoAE, VideoAEConfig)
+    audio = load_checkpoint(folder / f"audio_ae{suffix}", AudioAE, AudioAEConfig)
     return video, audio
 
 

@@ -99,3 +99,58 @@ def test_flow_loss_trains_with_and_without_own_context():
 def test_line_plot_writes_png(tmp_path):
     line_plot(tmp_path / "loss.png", {"loss": [(0, 1.0), (10, 0.5), (20, 0.25)]}, "loss")
     assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_full_context_mask_scores_only_positions_with_a_run_time_context():
+    from engine.train.generator import full_context_mask
+
+    mid = torch.arange(10, 18)[None]  # a window from the middle of an episode
+    opening = torch.arange(0, 8)[None]  # a window that opens its episode
+    assert full_context_mask(mid, 5)[0].tolist() == [False] * 5 + [True] * 3
+    assert full_context_mask(opening, 5).all()
+    # frame 2 of an episode: position p sees p frames, the episode offers p + 2 (up to 5)
+    assert full_context_mask(torch.arange(2, 10)[None], 5)[0].tolist() == (
+        [False] * 5 + [True] * 3)
+
+
+def test_error_bank_histories_replace_the_context_and_only_later_frames_are_scored():
+    torch.manual_seed(0)
+    model = small_model(context=3)
+    bank = LatentBank.build([episode()], table())
+    w = bank.windows(torch.tensor([2, 8]), 6)
+    rows = torch.tensor([False, True])
+    history = torch.randn(2, 3, 8, 16, 16)
+    audio = torch.randn(2, 3, 32)
+
+    def loss(hist: torch.Tensor) -> float:
+        torch.manual_seed(1)
+        return flow_loss(model, w, 0.5, bad_context=(hist, audio, rows))[0].item()
+
+    # A changed bad history changes the loss of the later frames (it is their context) ...
+    assert loss(history) != loss(history * 3)
+    # ... but a different history for a window not chosen from the bank changes nothing.
+    other = history.clone()
+    other[0] *= 3
+    assert loss(history) == loss(other)
+
+
+def test_stratified_error_bank_keeps_every_error_quartile():
+    from engine.train.errorbank import stratified
+
+    errors = torch.rand(100, generator=torch.Generator().manual_seed(1)) ** 6  # mostly small
+    picks = stratified(errors, 8, buckets=4, generator=torch.Generator().manual_seed(0))
+    rank = torch.argsort(torch.argsort(errors))[picks]
+    assert len(set(picks.tolist())) == 8
+    assert torch.bincount(rank // 25, minlength=4).tolist() == [2, 2, 2, 2]
+
+
+def test_seam_ratio_finds_a_latent_tile_mosaic():
+    from engine.train.measure import seam_ratio
+
+    rng = np.random.default_rng(0)
+    tiles = rng.integers(0, 255, (2, 4, 4, 3)).astype(np.uint8)
+    mosaic = tiles.repeat(32, axis=1).repeat(32, axis=2)
+    mosaic = np.clip(mosaic.astype(int) + rng.integers(-3, 4, mosaic.shape), 0, 255)
+    smooth = np.clip(rng.normal(128, 20, (2, 128, 128, 3)), 0, 255)
+    assert seam_ratio(mosaic.astype(np.uint8)) > 5
+    assert 0.9 < seam_ratio(smooth.astype(np.uint8)) < 1.1
