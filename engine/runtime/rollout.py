@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from engine.model.sampler import EulerSampler
 from engine.model.video_ae import VideoAE
 from engine.model.world import WorldModel
 
@@ -31,7 +32,7 @@ class LatentRollout:
         self.project = project
         self.last_frame: torch.Tensor | None = None  # (1, 3, H, W) decoded, when projecting
         cfg = model.config
-        self.steps = steps or cfg.sampler_steps
+        self.sampler = EulerSampler(steps or cfg.sampler_steps)
         self.cache = model.new_cache()
         self.gen = torch.Generator().manual_seed(seed)
         self.theme = theme
@@ -90,12 +91,10 @@ class LatentRollout:
         txt = self._text_input(text)
         x = torch.randn(self.prev.shape, generator=self.gen)
         a = torch.randn(1, cfg.audio_dim, generator=self.gen)
-        for k in range(self.steps):
-            s = k / self.steps
+        for s in self.sampler.levels():
             v, va = self.model.cached_block(self.cache, x, self.prev, a, inp, txt, s, frame,
                                             write=False)
-            x = x + v[:, 0] / self.steps
-            a = a + va[:, 0] / self.steps
+            x, a = self.sampler.step(x, v[:, 0]), self.sampler.step(a, va[:, 0])
         if self.project is not None:
             self.last_frame = self.project.decode(x)
             x = self.project.encode(self.last_frame.clamp(0, 1))

@@ -1,8 +1,9 @@
 """CLI: `python -m engine.train STAGE --preset {cpu,gpu}`; STAGE is video, audio, generator,
 ship, text-table (sentence embeddings for a machine without the text encoder), openings
 (keyframes sessions start from), sampler-steps (the shipped generator's default), measure
-(rollout picture quality against the simulator, engine/train/measure.py) or sheets (60-second
-contact sheets per theme).
+(rollout picture quality against the simulator, engine/train/measure.py), sheets (60-second
+contact sheets per theme), or the issue-11 fine-tunes warm-started from shipped weights
+(engine/train/finetune.py): latents, errorbank, finetune, decoder.
 
 Every stage resumes from its checkpoint under --out when re-run with the same arguments.
 """
@@ -23,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.train")
     parser.add_argument("stage", choices=("video", "audio", "generator", "ship", "text-table",
                                           "openings", "sampler-steps", "measure", "sheets",
-                                          "errorbank", "finetune", "decoder"))
+                                          "errorbank", "finetune", "decoder", "latents"))
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
     parser.add_argument("--data", default=None, help="dataset root (python -m engine.data)")
     parser.add_argument("--out", default=None, help="run folder (checkpoints, plots)")
@@ -54,8 +55,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="errorbank: model rollouts to collect histories from")
     parser.add_argument("--keep", type=int, default=0,
                         help="errorbank: histories to keep, equally many per error quartile")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="errorbank/finetune/decoder: random seed (parallel workers differ)")
+    parser.add_argument("--horizons", default="5,16,48,96,160",
+                        help="errorbank: rollout lengths at which histories are stored")
+    parser.add_argument("--episodes", type=int, default=10,
+                        help="measure: fidelity episodes (the eval uses 10)")
     parser.add_argument("--batch", type=int, default=None, help="finetune/decoder: batch size")
     args = parser.parse_args(argv)
+    from .common import pick_device
+
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     preset = PRESETS[args.preset]
@@ -99,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         from .measure import measure
 
         result = measure(args.weights, args.out or "runs/measure", args.project,
-                         long_frames=args.long_frames)
+                         episodes=args.episodes, long_frames=args.long_frames)
         print(json.dumps(result))
         path = Path(args.out or "runs/measure")
     elif args.stage == "sheets":
@@ -114,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         from .finetune import DecoderTuneConfig, FinetuneConfig, train_decoder, train_finetune
 
         fields = {"data": args.data, "out": args.out, "device": args.device,
-                  "weights": args.weights, "steps": args.steps, "batch": args.batch}
+                  "weights": args.weights, "steps": args.steps, "batch": args.batch,
+                  "seed": args.seed, "minutes": args.minutes}
         if args.stage == "finetune":
             fields.update(error_bank=args.error_bank, bank_share=args.bank_share)
             cfg = FinetuneConfig(**{k: v for k, v in fields.items() if v is not None})
@@ -122,6 +132,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             cfg = DecoderTuneConfig(**{k: v for k, v in fields.items() if v is not None})
             path = train_decoder(cfg)
+    elif args.stage == "latents":
+        from .finetune import FinetuneConfig, latent_bank
+
+        cfg = FinetuneConfig(**{k: v for k, v in (("data", args.data), ("weights", args.weights),
+                                                  ("out", args.out)) if v is not None})
+        bank, _ = latent_bank(cfg, pick_device(args.device or "auto"))
+        path = Path(cfg.out).parent
+        print(f"{len(bank.video)} latent frames")
     elif args.stage == "errorbank":
         import json
 
@@ -136,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         loaded = World.load(cfg.weights)
         bank, frames = latent_bank(cfg, torch.device("cpu"))
         errors = collect(loaded.model, loaded.video_ae, bank, frames, args.rollouts,
-                         keep=args.keep)
+                         horizons=tuple(int(h) for h in args.horizons.split(",")),
+                         keep=args.keep, seed=args.seed)
         path = Path(args.error_bank or "runs/errorbank.pt")
         errors.save(path)
         print(json.dumps(errors.summary()))

@@ -50,7 +50,10 @@ class ErrorBank:
 
     @classmethod
     def load(cls, path: str | Path) -> ErrorBank:
-        return cls(**torch.load(path, map_location="cpu", weights_only=True))
+        """One bank file, or several joined by commas (collected by parallel workers)."""
+        parts = [torch.load(p, map_location="cpu", weights_only=True)
+                 for p in str(path).split(",")]
+        return cls(**{f.name: torch.cat([p[f.name] for p in parts]) for f in fields(cls)})
 
     def select(self, keep: torch.Tensor) -> ErrorBank:
         return ErrorBank(**{f.name: getattr(self, f.name)[keep] for f in fields(self)})
@@ -140,13 +143,15 @@ def collect(model: WorldModel, video_ae: VideoAE, bank: LatentBank, frames: torc
 
 def replay_batch(errors: ErrorBank, bank: LatentBank, n: int, window: int,
                  generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """n bank entries as training windows: starts (rows of the history's first frame) and the
-    histories themselves; the windows run `window - K` true frames past the history."""
+    """n bank entries as training windows: starts (rows of the history's first frame, on the
+    LatentBank's device) and the histories themselves (on the CPU); the windows run
+    `window - K` true frames past the history."""
     k = errors.video.shape[1]
-    fits = bank.local[errors.row] + (window - k) <= bank.lengths[bank.episode[errors.row]]
-    ok = torch.nonzero(fits).flatten()
+    rows = errors.row.to(bank.device)
+    fits = bank.local[rows] + (window - k) <= bank.lengths[bank.episode[rows]]
+    ok = torch.nonzero(fits).flatten().cpu()
     pick = ok[torch.randint(len(ok), (n,), generator=generator)]
-    return errors.row[pick] - k, errors.video[pick].float(), errors.audio[pick].float()
+    return rows[pick.to(bank.device)] - k, errors.video[pick].float(), errors.audio[pick].float()
 
 
 def frames_of_bank(data: str | Path, episodes: int) -> np.ndarray:

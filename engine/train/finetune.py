@@ -14,6 +14,7 @@ Both resume from `out/state.pt` and finish by writing `out/weights/`, a complete
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import shutil
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from engine.model.world import WorldModel, WorldModelConfig
 from engine.runtime.openings import OPENINGS_FILE
 
 from .bank import LatentBank
-from .common import LossLog, cosine_lr, pick_device, resume, save_state
+from .common import Budget, LossLog, cosine_lr, pick_device, resume, save_state
 from .errorbank import ErrorBank, frames_of_bank, replay_batch
 from .generator import flow_loss, make_memory, own_context
 from .latents import encode_dataset
@@ -44,6 +45,7 @@ class FinetuneConfig:
     weights: str = "engine/weights"  # the warm start (and the tokenizers, kept frozen)
     out: str = "runs/finetune"
     steps: int = 300
+    minutes: float | None = None  # optional wall-clock cap (a GPU lease); steps stay the budget
     batch: int = 8
     window: int = 10  # > context, so scored positions see a run-time-sized context
     lr: float = 3e-4
@@ -67,6 +69,7 @@ class DecoderTuneConfig:
     weights: str = "engine/weights"
     out: str = "runs/decoder"
     steps: int = 600
+    minutes: float | None = None
     batch: int = 4  # windows per step; every frame of a window is decoded
     window: int = 4
     rounds: tuple[int, ...] = (0, 1, 2, 3)  # 0: the true latent (keep reconstructions sharp)
@@ -80,7 +83,7 @@ class DecoderTuneConfig:
 def latent_bank(cfg, device: torch.device) -> tuple[LatentBank, np.ndarray]:
     """The data set's latents under the warm start's tokenizers, and the true frames by row."""
     episodes, table = encode_dataset(cfg.data, cfg.weights, Path(cfg.out).parent / (
-        Path(cfg.data).name + "_latents.pt"), text_table=None)
+        Path(cfg.data).name + "_latents.pt"), device=device, text_table=None)
     model_cfg = load_checkpoint(Path(cfg.weights) / "world.pt", WorldModel,
                                 WorldModelConfig).config
     bank = LatentBank.build(episodes, table, device, model_cfg.image_dim)
@@ -89,7 +92,8 @@ def latent_bank(cfg, device: torch.device) -> tuple[LatentBank, np.ndarray]:
 
 def write_weights(cfg, out: Path, world: WorldModel | None = None,
                   video_ae: VideoAE | None = None, step: int = 0) -> Path:
-    """A complete weights folder: the tuned parts as fp16, the rest copied from the warm start."""
+    """A complete weights folder: the tuned parts as fp16 (copies: training goes on), the rest
+    copied from the warm start."""
     dest = out / "weights"
     dest.mkdir(parents=True, exist_ok=True)
     for name in WEIGHT_PARTS:
@@ -97,13 +101,18 @@ def write_weights(cfg, out: Path, world: WorldModel | None = None,
             shutil.copy(Path(cfg.weights) / name, dest / name)
     train = {"warm_start": cfg.weights, **dataclasses.asdict(cfg)}
     if world is not None:
-        save_checkpoint(dest / "world.pt", world.float().cpu(), {"step": step, "train": train},
-                        half=True)
+        save_checkpoint(dest / "world.pt", copy.deepcopy(world).float().cpu().eval(),
+                        {"step": step, "train": train}, half=True)
     if video_ae is not None:
-        save_checkpoint(dest / "video_ae.pt", video_ae.float().cpu(), {"step": step,
-                                                                        "train": train},
-                        half=True)
+        save_checkpoint(dest / "video_ae.pt", copy.deepcopy(video_ae).float().cpu().eval(),
+                        {"step": step, "train": train}, half=True)
     return dest
+
+
+def progress(cfg, step: int, budget: Budget | None) -> float:
+    """Fraction of the budget used: steps, or the wall-clock cap if that comes first."""
+    frac = step / cfg.steps
+    return max(frac, budget.spent / budget.seconds) if budget is not None else frac
 
 
 def train_finetune(cfg: FinetuneConfig) -> Path:
@@ -116,15 +125,16 @@ def train_finetune(cfg: FinetuneConfig) -> Path:
     model = model.to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
     state = out / "state.pt"
-    step, _ = resume(state, model=model, opt=opt)
+    step, spent = resume(state, model=model, opt=opt)
+    budget = Budget(cfg.minutes, spent) if cfg.minutes else None
     errors = ErrorBank.load(cfg.error_bank) if cfg.error_bank else None
     gen = torch.Generator().manual_seed(cfg.seed * 100_003 + step)  # resumes continue the stream
     log = LossLog(out / "loss.jsonl")
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     bar = tqdm(total=cfg.steps, initial=step, desc="finetune", unit="step", mininterval=10)
-    while step < cfg.steps:
+    while progress(cfg, step, budget) < 1:
         for g in opt.param_groups:
-            g["lr"] = cosine_lr(cfg.lr, step / cfg.steps, step, warmup=20)
+            g["lr"] = cosine_lr(cfg.lr, progress(cfg, step, budget), step, warmup=20)
         starts = bank.sample(cfg.batch, cfg.window, gen, cfg.first_frame_share)
         bad = None
         if errors is not None:
@@ -148,11 +158,13 @@ def train_finetune(cfg: FinetuneConfig) -> Path:
         bar.update()
         log.add(step, loss=loss.item(), video=vl.item(), audio=al.item())
         bar.set_postfix(video=f"{vl.item():.3f}", audio=f"{al.item():.3f}", refresh=False)
-        if step % cfg.checkpoint_every == 0 or step == cfg.steps:
-            save_state(state, step, 0.0, {"train": dataclasses.asdict(cfg)}, model=model, opt=opt)
+        if step % cfg.checkpoint_every == 0 or progress(cfg, step, budget) >= 1:
+            save_state(state, step, budget.spent if budget else 0.0,
+                       {"train": dataclasses.asdict(cfg)}, model=model, opt=opt)
             line_plot(out / "loss.png", log.series("video", "audio"), "fine-tune flow loss")
+            write_weights(cfg, out, world=model, step=step)
     bar.close()
-    return write_weights(cfg, out, world=model.eval(), step=step)
+    return write_weights(cfg, out, world=model, step=step)
 
 
 def decoder_pairs(model: WorldModel, w: dict[str, torch.Tensor], rounds: int
@@ -180,13 +192,14 @@ def train_decoder(cfg: DecoderTuneConfig) -> Path:
     opt = torch.optim.AdamW(ae.decoder.parameters(), lr=cfg.lr, weight_decay=0.0)
     dopt = torch.optim.AdamW(disc.parameters(), lr=cfg.lr, betas=(0.5, 0.9))
     state = out / "state.pt"
-    step, _ = resume(state, decoder=ae.decoder, disc=disc, opt=opt, dopt=dopt)
+    step, spent = resume(state, decoder=ae.decoder, disc=disc, opt=opt, dopt=dopt)
+    budget = Budget(cfg.minutes, spent) if cfg.minutes else None
     gen = torch.Generator().manual_seed(cfg.seed * 100_003 + step)
     log = LossLog(out / "loss.jsonl")
     bar = tqdm(total=cfg.steps, initial=step, desc="decoder", unit="step", mininterval=10)
-    while step < cfg.steps:
+    while progress(cfg, step, budget) < 1:
         for g in opt.param_groups:
-            g["lr"] = cosine_lr(cfg.lr, step / cfg.steps, step, warmup=20)
+            g["lr"] = cosine_lr(cfg.lr, progress(cfg, step, budget), step, warmup=20)
         starts = bank.sample(cfg.batch, cfg.window, gen, 0.0)
         w = bank.windows(starts, cfg.window)
         rounds = cfg.rounds[int(torch.randint(len(cfg.rounds), (1,), generator=gen))]
@@ -210,9 +223,11 @@ def train_decoder(cfg: DecoderTuneConfig) -> Path:
         bar.update()
         log.add(step, l1=l1.item(), adv=adv.item(), critic=d_loss.item(), rounds=rounds)
         bar.set_postfix(l1=f"{l1.item():.4f}", critic=f"{d_loss.item():.3f}", refresh=False)
-        if step % cfg.checkpoint_every == 0 or step == cfg.steps:
-            save_state(state, step, 0.0, {"train": dataclasses.asdict(cfg)},
+        if step % cfg.checkpoint_every == 0 or progress(cfg, step, budget) >= 1:
+            save_state(state, step, budget.spent if budget else 0.0,
+                       {"train": dataclasses.asdict(cfg)},
                        decoder=ae.decoder, disc=disc, opt=opt, dopt=dopt)
             line_plot(out / "loss.png", log.series("l1", "critic"), "decoder fine-tune")
+            write_weights(cfg, out, video_ae=ae, step=step)
     bar.close()
-    return write_weights(cfg, out, video_ae=ae.eval(), step=step)
+    return write_weights(cfg, out, video_ae=ae, step=step)

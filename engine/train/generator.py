@@ -18,6 +18,7 @@ import torch
 from tqdm import tqdm
 
 from engine.model.checkpoint import save_checkpoint
+from engine.model.sampler import EulerSampler
 from engine.model.video_ae import tensor_to_frames
 from engine.model.world import WorldModel, WorldModelConfig
 
@@ -58,21 +59,22 @@ def own_context(model: WorldModel, w: dict[str, torch.Tensor], memory: torch.Ten
     """
     b, t = w["frame"].shape
     dev = w["video"].device
+    sampler = EulerSampler(steps)
     ones, noisy = torch.ones(b, t, device=dev), torch.ones(b, t, dtype=torch.bool, device=dev)
     is_noisy = _pair(~noisy, noisy)
     ctx_v, ctx_a = w["video"], w["audio"]
     for _ in range(rounds):
         prev = torch.cat([w["prev"][:, :1], ctx_v[:, :-1]], dim=1)
         x, a = torch.randn_like(ctx_v), torch.randn_like(ctx_a)
-        for k in range(steps):
-            level = torch.full((b, t), k / steps, device=dev)
+        for s in sampler.levels():
+            level = torch.full((b, t), s, device=dev)
             v_pred, a_pred = model(
                 _pair(ctx_v, x), _pair(prev, prev), _pair(ctx_a, a),
                 _pair(w["inputs"], w["inputs"]), _pair(w["text"], w["text"]),
                 _pair(ones, level), _pair(w["frame"], w["frame"]), is_noisy, memory, arrival,
                 valid)
-            x = x + v_pred[:, t:].float() / steps
-            a = a + a_pred[:, t:].float() / steps
+            x = sampler.step(x, v_pred[:, t:].float())
+            a = sampler.step(a, a_pred[:, t:].float())
         ctx_v, ctx_a = x, a
     return ctx_v, ctx_a
 
