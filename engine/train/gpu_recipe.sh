@@ -34,7 +34,7 @@ else
     gen_batch=128 dec_steps=1500 dec_batch=32 gen_minutes=4.5 dec_minutes=1.5
     long_frames=2000 fid_episodes=10 runs=runs/gpu_v2 device=auto
 fi
-workers=${WORKERS:-$(nproc)}
+workers=${WORKERS:-$(nproc --all)}
 data=$runs/data logs=$runs/logs
 mkdir -p "$out" "$logs"
 stamp() { echo "[$(date +%T)] $*"; }
