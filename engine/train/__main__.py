@@ -60,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--horizons", default="5,16,48,96,160",
                         help="errorbank: rollout lengths at which histories are stored")
     parser.add_argument("--episodes", type=int, default=10,
-                        help="measure: fidelity episodes (the eval uses 10)")
+                        help="measure: fidelity episodes (the eval uses 10; 0 skips them)")
+    parser.add_argument("--long-runs", type=int, default=2,
+                        help="measure: walking rollouts for brightness drift")
     parser.add_argument("--batch", type=int, default=None, help="finetune/decoder: batch size")
     args = parser.parse_args(argv)
     from .common import pick_device
@@ -108,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         from .measure import measure
 
         result = measure(args.weights, args.out or "runs/measure", args.project,
-                         episodes=args.episodes, long_frames=args.long_frames)
+                         episodes=args.episodes, long_runs=args.long_runs,
+                         long_frames=args.long_frames)
         print(json.dumps(result))
         path = Path(args.out or "runs/measure")
     elif args.stage == "sheets":

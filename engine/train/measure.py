@@ -218,7 +218,8 @@ def theme_sheets(world: World, out: Path, seconds: int = 60, every_s: int = 10) 
 
 def measure(weights: str | Path | None, out: str | Path, project: bool | None = None,
             episodes: int = 10, long_runs: int = 2, long_frames: int = 2000) -> dict:
-    """All of the above for one set of weights; writes measure.json and long_play.png."""
+    """All of the above for one set of weights (episodes=0: the long rollouts only); writes
+    measure.json and long_play.png."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     world = World.load(weights)
@@ -227,7 +228,7 @@ def measure(weights: str | Path | None, out: str | Path, project: bool | None = 
     t0 = time.time()
     result = {"weights": str(weights or "engine/weights"),
               "project_context": world.model.config.project_context,
-              **fidelity(world, episodes),
+              **(fidelity(world, episodes) if episodes else {}),
               **long_play(world, long_runs, long_frames, out / "long_play.png")}
     result["seconds"] = round(time.time() - t0, 1)
     result = {k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}

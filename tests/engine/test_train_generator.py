@@ -154,3 +154,44 @@ def test_seam_ratio_finds_a_latent_tile_mosaic():
     smooth = np.clip(rng.normal(128, 20, (2, 128, 128, 3)), 0, 255)
     assert seam_ratio(mosaic.astype(np.uint8)) > 5
     assert 0.9 < seam_ratio(smooth.astype(np.uint8)) < 1.1
+
+
+def test_fine_tunes_write_a_complete_weights_folder_with_only_the_tuned_part_changed(tmp_path):
+    from engine.model.audio_ae import AudioAE, AudioAEConfig
+    from engine.model.checkpoint import load_checkpoint, save_checkpoint
+    from engine.model.video_ae import VideoAE, VideoAEConfig
+    from engine.train.finetune import FinetuneConfig, write_weights
+
+    base = tmp_path / "base"
+    video = VideoAE(VideoAEConfig(stem=8, widths=(8, 8, 8)))
+    save_checkpoint(base / "video_ae.pt", video, half=True)
+    save_checkpoint(base / "audio_ae.pt", AudioAE(AudioAEConfig(width=8)), half=True)
+    save_checkpoint(base / "world.pt", small_model(), half=True)
+    tuned = small_model()
+    with torch.no_grad():
+        tuned.video_out.bias.fill_(0.5)
+    dest = write_weights(FinetuneConfig(weights=str(base)), tmp_path / "run", world=tuned,
+                         step=7)
+    assert sorted(p.name for p in dest.iterdir()) == ["audio_ae.pt", "video_ae.pt", "world.pt"]
+    world = load_checkpoint(dest / "world.pt", WorldModel, WorldModelConfig)
+    assert torch.allclose(world.video_out.bias, torch.full_like(world.video_out.bias, 0.5))
+    assert (dest / "video_ae.pt").read_bytes() == (base / "video_ae.pt").read_bytes()
+    assert tuned.training  # the copy was written; the model in training was left as it was
+
+
+def test_replayed_histories_start_their_window_k_frames_before_the_true_continuation():
+    from engine.train.errorbank import ErrorBank, replay_batch
+
+    bank = LatentBank.build([episode(), episode(seed=1)], table())
+    n = 6
+    errors = ErrorBank(video=torch.randn(n, 3, 8, 16, 16).half(), audio=torch.randn(n, 3, 32),
+                       row=torch.tensor([5, 10, 14, 19, 25, 38]), horizon=torch.full((n,), 5),
+                       latent_mse=torch.rand(n), brightness=torch.rand(n),
+                       sharpness=torch.rand(n), seams=torch.rand(n))
+    starts, video, audio = replay_batch(errors, bank, 50, 6, torch.Generator().manual_seed(0))
+    rows = starts + 3
+    # 19 and 38 end their episodes: no 3 true frames follow them
+    assert set(rows.tolist()) <= {5, 10, 14, 25}
+    assert torch.all(bank.local[starts] + 6 <= bank.lengths[bank.episode[starts]])
+    for r, v in zip(rows.tolist(), video, strict=True):
+        assert torch.equal(v, errors.video[errors.row.tolist().index(r)].float())
