@@ -173,8 +173,7 @@ def decoder_pairs(model: WorldModel, w: dict[str, torch.Tensor], rounds: int
     prediction from the true context (1) or from its own predictions, compounded (2, 3)."""
     if rounds == 0:
         return w["video"]
-    memory, arrival, valid = make_memory(model, w)
-    video, _ = own_context(model, w, memory, arrival, valid, rounds, model.config.sampler_steps)
+    video, _ = own_context(model, w, make_memory(model, w), rounds, model.config.sampler_steps)
     return video
 
 

@@ -7,7 +7,7 @@ import torch
 
 from engine.model.audio_ae import AudioAE, AudioAEConfig
 from engine.model.video_ae import VideoAE, VideoAEConfig
-from engine.model.world import INPUT_FEATURES, WorldModel, WorldModelConfig
+from engine.model.world import INPUT_FEATURES, Blocks, Memory, WorldModel, WorldModelConfig
 
 
 def tiny_model(context: int = 3) -> WorldModel:
@@ -41,8 +41,7 @@ def memory(model: WorldModel, arrival: tuple[int, ...] = (0, 0, 0)):
 
 
 def run(model, b, mem):
-    return model(b["video"], b["prev"], b["audio"], b["inputs"], b["text"], b["level"],
-                 b["frame"], b["noisy"], *mem)
+    return model(Blocks(**b), Memory(*mem))
 
 
 def test_shapes_and_patchify_roundtrip():

@@ -44,9 +44,9 @@ def test_memory_holds_the_last_sentences_typed_before_the_window_ends():
     assert MAX_TEXT_MEMORY == 4
     row = w["mem_arrival"][2].tolist().index(12)
     assert torch.allclose(w["mem_text"][2, row], torch.full((384,), 1.2))
-    memory, arrival, valid = make_memory(small_model(), w)
-    assert memory.shape == (3, 2 + MAX_TEXT_MEMORY, 32)
-    assert valid[:, 0].all() and not valid[:, 1].any()  # theme always, no reference image
+    memory = make_memory(small_model(), w)
+    assert memory.tokens.shape == (3, 2 + MAX_TEXT_MEMORY, 32)
+    assert memory.valid[:, 0].all() and not memory.valid[:, 1].any()  # theme; no image
 
 
 def test_windows_stay_inside_episodes_and_carry_fresh_text():
@@ -70,8 +70,7 @@ def test_own_context_predicts_every_frame_without_gradients():
     model = small_model()
     bank = LatentBank.build([episode()], table())
     w = bank.windows(torch.tensor([2, 8]), 5)
-    memory, arrival, valid = make_memory(model, w)
-    video, audio = own_context(model, w, memory, arrival, valid, rounds=2, steps=2)
+    video, audio = own_context(model, w, make_memory(model, w), rounds=2, steps=2)
     assert video.shape == w["video"].shape and audio.shape == w["audio"].shape
     assert not video.requires_grad
     assert not torch.allclose(video, w["video"])
