@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
 
         result = measure(args.weights, args.out or "runs/measure", args.project,
                          episodes=args.episodes, long_runs=args.long_runs,
-                         long_frames=args.long_frames)
+                         long_frames=args.long_frames, text_table=args.text_table)
         print(json.dumps(result))
         path = Path(args.out or "runs/measure")
     elif args.stage == "sheets":
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
 
         fields = {"data": args.data, "out": args.out, "device": args.device,
                   "weights": args.weights, "steps": args.steps, "batch": args.batch,
-                  "seed": args.seed, "minutes": args.minutes}
+                  "seed": args.seed, "minutes": args.minutes, "text_table": args.text_table}
         if args.stage == "finetune":
             fields.update(error_bank=args.error_bank, bank_share=args.bank_share)
             cfg = FinetuneConfig(**{k: v for k, v in fields.items() if v is not None})
@@ -139,7 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         from .finetune import FinetuneConfig, latent_bank
 
         cfg = FinetuneConfig(**{k: v for k, v in (("data", args.data), ("weights", args.weights),
-                                                  ("out", args.out)) if v is not None})
+                                                  ("out", args.out),
+                                                  ("text_table", args.text_table))
+                                if v is not None})
         bank, _ = latent_bank(cfg, pick_device(args.device or "auto"))
         path = Path(cfg.out).parent
         print(f"{len(bank.video)} latent frames")
@@ -153,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
 
         cfg = FinetuneConfig(**{k: v for k, v in (("data", args.data),
                                                   ("weights", args.weights),
-                                                  ("out", args.out)) if v is not None})
+                                                  ("out", args.out),
+                                                  ("text_table", args.text_table))
+                                if v is not None})
         loaded = World.load(cfg.weights)
         bank, frames = latent_bank(cfg, torch.device("cpu"))
         errors = collect(loaded.model, loaded.video_ae, bank, frames, args.rollouts,

@@ -55,6 +55,7 @@ class FinetuneConfig:
     own_steps: int = 2
     ctx_noise: float = 0.3
     full_context_only: bool = True
+    text_table: str | None = None  # sentence embeddings (machines without the text encoder)
     error_bank: str | None = None  # an ErrorBank file; None trains without one (the ablation)
     bank_share: float = 0.25  # fixed share of every batch replayed from the Error Bank
     first_frame_share: float = 0.1
@@ -75,6 +76,7 @@ class DecoderTuneConfig:
     rounds: tuple[int, ...] = (0, 1, 2, 3)  # 0: the true latent (keep reconstructions sharp)
     lr: float = 2e-4
     adv_weight: float = 0.05
+    text_table: str | None = None
     seed: int = 0
     checkpoint_every: int = 25
     device: str = "auto"
@@ -83,7 +85,7 @@ class DecoderTuneConfig:
 def latent_bank(cfg, device: torch.device) -> tuple[LatentBank, np.ndarray]:
     """The data set's latents under the warm start's tokenizers, and the true frames by row."""
     episodes, table = encode_dataset(cfg.data, cfg.weights, Path(cfg.out).parent / (
-        Path(cfg.data).name + "_latents.pt"), device=device, text_table=None)
+        Path(cfg.data).name + "_latents.pt"), device=device, text_table=cfg.text_table)
     model_cfg = load_checkpoint(Path(cfg.weights) / "world.pt", WorldModel,
                                 WorldModelConfig).config
     bank = LatentBank.build(episodes, table, device, model_cfg.image_dim)

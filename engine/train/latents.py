@@ -60,6 +60,17 @@ def load_text_table(path: str | Path) -> dict[str, np.ndarray]:
         return dict(zip(saved["texts"].tolist(), saved["vectors"], strict=True))
 
 
+class TableText:
+    """A TextEncoder stand-in that looks sentences up in a `save_text_table` file, for machines
+    without the text encoder (a GPU lease); it knows exactly the training paraphrases."""
+
+    def __init__(self, path: str | Path):
+        self.table = load_text_table(path)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self.table[t] for t in texts])
+
+
 @torch.inference_mode()
 def encode_dataset(data: str | Path, tokenizers: str | Path, cache: Path,
                    device: torch.device | str = "cpu", text_table: str | Path | None = None

@@ -217,12 +217,17 @@ def theme_sheets(world: World, out: Path, seconds: int = 60, every_s: int = 10) 
 
 
 def measure(weights: str | Path | None, out: str | Path, project: bool | None = None,
-            episodes: int = 10, long_runs: int = 2, long_frames: int = 2000) -> dict:
+            episodes: int = 10, long_runs: int = 2, long_frames: int = 2000,
+            text_table: str | Path | None = None) -> dict:
     """All of the above for one set of weights (episodes=0: the long rollouts only); writes
     measure.json and long_play.png."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     world = World.load(weights)
+    if text_table is not None:  # the agent types training paraphrases only: all in the table
+        from .latents import TableText
+
+        world.text = TableText(text_table)
     if project is not None:
         world.model.config.project_context = project
     t0 = time.time()
