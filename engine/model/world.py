@@ -48,6 +48,7 @@ class WorldModelConfig:
     context: int = 5  # clean frames a block looks back (the rolling KV window)
     sampler_steps: int = 3
     rope_base: float = 100.0
+    project_context: bool = False  # re-encode generated frames before they join the context
     extra: dict = field(default_factory=dict)
 
     @property
@@ -61,6 +62,32 @@ class WorldModelConfig:
     @property
     def patch_dim(self) -> int:
         return self.latent_channels * self.patch * self.patch
+
+
+@dataclass
+class Blocks:
+    """A batch of frame blocks, each (B, F, ...): what `WorldModel.forward` runs."""
+
+    video: torch.Tensor  # (B, F, C, S, S) latents: clean, or noisy at `level`
+    prev: torch.Tensor  # (B, F, C, S, S) the previous clean frame of each block
+    audio: torch.Tensor  # (B, F, A)
+    inputs: torch.Tensor  # (B, F, INPUT_FEATURES)
+    text: torch.Tensor  # (B, F, text_dim) the sentence typed at that frame (zeros if none)
+    level: torch.Tensor  # (B, F) flow level; 1 = clean
+    frame: torch.Tensor  # (B, F) frame index
+    noisy: torch.Tensor  # (B, F) bool: a block being generated (sees only earlier frames)
+
+
+@dataclass
+class Memory:
+    """Sink memory tokens (theme, reference image, sentences) with when each arrived."""
+
+    tokens: torch.Tensor  # (B, M, width)
+    arrival: torch.Tensor  # (B, M) frame index from which a token is visible
+    valid: torch.Tensor  # (B, M) bool
+
+    def select(self, rows: torch.Tensor) -> Memory:
+        return Memory(self.tokens[rows], self.arrival[rows], self.valid[rows])
 
 
 def rope_angles(pos: torch.Tensor, head_dim: int, base: float
@@ -220,31 +247,24 @@ class WorldModel(nn.Module):
         return kv
 
     # -- full (uncached) pass: training and the reference for the cache -------------------------
-    def forward(self, video: torch.Tensor, prev: torch.Tensor, audio: torch.Tensor,
-                inputs: torch.Tensor, text: torch.Tensor, level: torch.Tensor,
-                frame: torch.Tensor, noisy: torch.Tensor, memory: torch.Tensor,
-                memory_arrival: torch.Tensor, memory_valid: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Run any set of blocks under the block-causal rule.
-
-        Per block (B, F): frame index `frame`, `noisy` flag, flow `level`. Memory (B, M, W) with
-        arrival frame and validity. Returns velocities for every block.
-        """
+    def forward(self, blocks: Blocks, memory: Memory) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run any set of blocks under the block-causal rule; velocities for every block."""
         cfg = self.config
         n = cfg.block_tokens
-        x = self.embed_blocks(video, prev, audio, inputs, text, level)
-        angles = rope_angles(frame.repeat_interleave(n, dim=1), cfg.width // cfg.heads,
+        b = blocks
+        x = self.embed_blocks(b.video, b.prev, b.audio, b.inputs, b.text, b.level)
+        angles = rope_angles(b.frame.repeat_interleave(n, dim=1), cfg.width // cfg.heads,
                              cfg.rope_base)
-        mem_mask = (memory_valid[:, None, :] & (memory_arrival[:, None, :] <= frame[:, :, None]))
-        self_mask = block_mask(frame, noisy, cfg.context)
+        mem_mask = memory.valid[:, None, :] & (memory.arrival[:, None, :] <= b.frame[:, :, None])
+        self_mask = block_mask(b.frame, b.noisy, cfg.context)
         mem_mask = mem_mask.repeat_interleave(n, dim=1)
         self_mask = self_mask.repeat_interleave(n, dim=1).repeat_interleave(n, dim=2)
-        mem = memory
+        mem = memory.tokens
         for layer in self.layers:
             mk, mv = layer.memory_kv(mem)
             x, _, _ = layer(x, angles, mk, mv, mem_mask, None, None, None, self_mask)
             mem = layer.forward_memory(mem)
-        return self.readout(x, frame.shape[1])
+        return self.readout(x, b.frame.shape[1])
 
     # -- cached inference ----------------------------------------------------------------------
     def new_cache(self) -> KVCache:

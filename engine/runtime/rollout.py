@@ -6,6 +6,11 @@
 
 Each generated frame costs `sampler_steps` passes of one block plus one clean pass that writes
 the cache; frames already generated are never recomputed.
+
+Projection (`project=video_ae`, on when the model's config says `project_context`): each
+generated latent is decoded and encoded again before it joins the context, so drift off the
+autoencoder's latent manifold (the 4x4-tile mosaic) is pulled back every frame. The decoded
+picture is kept in `last_frame`, so a caller that shows it pays only the extra encode.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from engine.model.sampler import EulerSampler
+from engine.model.video_ae import VideoAE
 from engine.model.world import WorldModel
 
 MAX_TEXT_MEMORY = 4
@@ -20,10 +27,12 @@ MAX_TEXT_MEMORY = 4
 
 class LatentRollout:
     def __init__(self, model: WorldModel, theme: int, image_token: torch.Tensor | None = None,
-                 seed: int = 0, steps: int | None = None):
+                 seed: int = 0, steps: int | None = None, project: VideoAE | None = None):
         self.model = model
+        self.project = project
+        self.last_frame: torch.Tensor | None = None  # (1, 3, H, W) decoded, when projecting
         cfg = model.config
-        self.steps = steps or cfg.sampler_steps
+        self.sampler = EulerSampler(steps or cfg.sampler_steps)
         self.cache = model.new_cache()
         self.gen = torch.Generator().manual_seed(seed)
         self.theme = theme
@@ -73,6 +82,7 @@ class LatentRollout:
         """Sample frame `frame` (its inputs and any sentence typed at it) and cache it.
 
         A sentence passed here joins the persistent memory before the frame is generated.
+        With projection the returned (and cached) latent is encode(decode(sample)).
         """
         cfg = self.model.config
         if text is not None:
@@ -81,11 +91,12 @@ class LatentRollout:
         txt = self._text_input(text)
         x = torch.randn(self.prev.shape, generator=self.gen)
         a = torch.randn(1, cfg.audio_dim, generator=self.gen)
-        for k in range(self.steps):
-            s = k / self.steps
+        for s in self.sampler.levels():
             v, va = self.model.cached_block(self.cache, x, self.prev, a, inp, txt, s, frame,
                                             write=False)
-            x = x + v[:, 0] / self.steps
-            a = a + va[:, 0] / self.steps
+            x, a = self.sampler.step(x, v[:, 0]), self.sampler.step(a, va[:, 0])
+        if self.project is not None:
+            self.last_frame = self.project.decode(x)
+            x = self.project.encode(self.last_frame.clamp(0, 1))
         self.observe(x, a, inp, frame, text)
         return x[0], a[0]

@@ -96,6 +96,13 @@ class World:
             world.text.encode(["warm up"])
         return world
 
+    def new_rollout(self, theme: int, image: torch.Tensor | None = None, seed: int = 0,
+                    steps: int | None = None) -> LatentRollout:
+        """A latent rollout as these weights are meant to run (projection per the config):
+        sessions, eval and measurements should all build theirs here."""
+        project = self.video_ae if self.model.config.project_context else None
+        return LatentRollout(self.model, theme, image, seed=seed, steps=steps, project=project)
+
     @property
     def params(self) -> int:
         return sum(p.numel() for m in (self.video_ae, self.audio_ae, self.model)
@@ -129,7 +136,7 @@ class World:
 class Session:
     def __init__(self, world: World, theme: int, seed: int):
         self.world = world
-        self.rollout = LatentRollout(world.model, theme, None, seed=seed)
+        self.rollout = world.new_rollout(theme, None, seed=seed)
         self.frame_index = 0
         self._lock = threading.Lock()
         self._keys = 0
@@ -188,7 +195,7 @@ class Session:
             raise EventError("session is closed")
         t0 = time.perf_counter()
         first = self.frame_index
-        latents, audio, answered = [], [], []
+        latents, pictures, audio, answered = [], [], [], []
         length = 1
         while len(latents) < length:
             keys, yaw, pitch, loud, onset, prompts, image, ids = self._take_inputs()
@@ -203,9 +210,13 @@ class Session:
             inputs = input_features(keys, yaw, pitch, loud, onset, image is not None)
             z, a = self.rollout.generate(inputs, self.frame_index, text)
             latents.append(z)
+            pictures.append(self.rollout.last_frame)
             audio.append(a)
             self.frame_index += 1
-        video = tensor_to_frames(self.world.video_ae.decode(torch.stack(latents)))
+        if pictures[0] is not None:  # projection already decoded every frame
+            video = tensor_to_frames(torch.cat(pictures))
+        else:
+            video = tensor_to_frames(self.world.video_ae.decode(torch.stack(latents)))
         wave = float_to_int16(self.world.audio_ae.decode(torch.stack(audio)).reshape(-1))
         pts = np.arange(first, self.frame_index, dtype=np.float64) / FPS
         assert wave.size == len(latents) * SAMPLES_PER_FRAME

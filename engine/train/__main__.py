@@ -1,6 +1,9 @@
 """CLI: `python -m engine.train STAGE --preset {cpu,gpu}`; STAGE is video, audio, generator,
 ship, text-table (sentence embeddings for a machine without the text encoder), openings
-(keyframes sessions start from) or sampler-steps (the shipped generator's default).
+(keyframes sessions start from), sampler-steps (the shipped generator's default), measure
+(rollout picture quality against the simulator, engine/train/measure.py), sheets (60-second
+contact sheets per theme), or the issue-11 fine-tunes warm-started from shipped weights
+(engine/train/finetune.py): latents, errorbank, finetune, decoder.
 
 Every stage resumes from its checkpoint under --out when re-run with the same arguments.
 """
@@ -20,7 +23,8 @@ from .presets import PRESETS
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.train")
     parser.add_argument("stage", choices=("video", "audio", "generator", "ship", "text-table",
-                                          "openings", "sampler-steps"))
+                                          "openings", "sampler-steps", "measure", "sheets",
+                                          "errorbank", "finetune", "decoder", "latents"))
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
     parser.add_argument("--data", default=None, help="dataset root (python -m engine.data)")
     parser.add_argument("--out", default=None, help="run folder (checkpoints, plots)")
@@ -37,7 +41,32 @@ def main(argv: list[str] | None = None) -> int:
                         help="generator: sentence embeddings from the text-table stage "
                              "(for machines without the text encoder); text-table: where to "
                              "write them")
+    parser.add_argument("--weights", default=None,
+                        help="measure/sheets: weights folder (engine/weights by default)")
+    parser.add_argument("--project", action=argparse.BooleanOptionalAction, default=None,
+                        help="measure: re-encode generated frames (default: as configured)")
+    parser.add_argument("--long-frames", type=int, default=2000,
+                        help="measure: length of the walking rollouts")
+    parser.add_argument("--error-bank", default=None,
+                        help="finetune: ErrorBank file to replay; errorbank: where to write it")
+    parser.add_argument("--bank-share", type=float, default=None,
+                        help="finetune: share of every batch replayed from the Error Bank")
+    parser.add_argument("--rollouts", type=int, default=40,
+                        help="errorbank: model rollouts to collect histories from")
+    parser.add_argument("--keep", type=int, default=0,
+                        help="errorbank: histories to keep, equally many per error quartile")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="errorbank/finetune/decoder: random seed (parallel workers differ)")
+    parser.add_argument("--horizons", default="5,16,48,96,160",
+                        help="errorbank: rollout lengths at which histories are stored")
+    parser.add_argument("--episodes", type=int, default=10,
+                        help="measure: fidelity episodes (the eval uses 10; 0 skips them)")
+    parser.add_argument("--long-runs", type=int, default=2,
+                        help="measure: walking rollouts for brightness drift")
+    parser.add_argument("--batch", type=int, default=None, help="finetune/decoder: batch size")
     args = parser.parse_args(argv)
+    from .common import pick_device
+
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     preset = PRESETS[args.preset]
@@ -75,6 +104,68 @@ def main(argv: list[str] | None = None) -> int:
         from .ship import WEIGHTS, write_openings
 
         path = write_openings(Path(args.dest) if args.dest is not None else WEIGHTS)
+    elif args.stage == "measure":
+        import json
+
+        from .measure import measure
+
+        result = measure(args.weights, args.out or "runs/measure", args.project,
+                         episodes=args.episodes, long_runs=args.long_runs,
+                         long_frames=args.long_frames, text_table=args.text_table)
+        print(json.dumps(result))
+        path = Path(args.out or "runs/measure")
+    elif args.stage == "sheets":
+        from engine.runtime.session import World
+
+        from .measure import theme_sheets
+
+        path = Path(args.out or "runs/sheets")
+        for p in theme_sheets(World.load(args.weights), path):
+            print(p)
+    elif args.stage in ("finetune", "decoder"):
+        from .finetune import DecoderTuneConfig, FinetuneConfig, train_decoder, train_finetune
+
+        fields = {"data": args.data, "out": args.out, "device": args.device,
+                  "weights": args.weights, "steps": args.steps, "batch": args.batch,
+                  "seed": args.seed, "minutes": args.minutes, "text_table": args.text_table}
+        if args.stage == "finetune":
+            fields.update(error_bank=args.error_bank, bank_share=args.bank_share)
+            cfg = FinetuneConfig(**{k: v for k, v in fields.items() if v is not None})
+            path = train_finetune(cfg)
+        else:
+            cfg = DecoderTuneConfig(**{k: v for k, v in fields.items() if v is not None})
+            path = train_decoder(cfg)
+    elif args.stage == "latents":
+        from .finetune import FinetuneConfig, latent_bank
+
+        cfg = FinetuneConfig(**{k: v for k, v in (("data", args.data), ("weights", args.weights),
+                                                  ("out", args.out),
+                                                  ("text_table", args.text_table))
+                                if v is not None})
+        bank, _ = latent_bank(cfg, pick_device(args.device or "auto"))
+        path = Path(cfg.out).parent
+        print(f"{len(bank.video)} latent frames")
+    elif args.stage == "errorbank":
+        import json
+
+        from engine.runtime.session import World
+
+        from .errorbank import collect
+        from .finetune import FinetuneConfig, latent_bank
+
+        cfg = FinetuneConfig(**{k: v for k, v in (("data", args.data),
+                                                  ("weights", args.weights),
+                                                  ("out", args.out),
+                                                  ("text_table", args.text_table))
+                                if v is not None})
+        loaded = World.load(cfg.weights)
+        bank, frames = latent_bank(cfg, torch.device("cpu"))
+        errors = collect(loaded.model, loaded.video_ae, bank, frames, args.rollouts,
+                         horizons=tuple(int(h) for h in args.horizons.split(",")),
+                         keep=args.keep, seed=args.seed)
+        path = Path(args.error_bank or "runs/errorbank.pt")
+        errors.save(path)
+        print(json.dumps(errors.summary()))
     elif args.stage == "text-table":
         from .latents import save_text_table
 

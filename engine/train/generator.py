@@ -18,8 +18,9 @@ import torch
 from tqdm import tqdm
 
 from engine.model.checkpoint import save_checkpoint
+from engine.model.sampler import EulerSampler
 from engine.model.video_ae import tensor_to_frames
-from engine.model.world import WorldModel, WorldModelConfig
+from engine.model.world import Blocks, Memory, WorldModel, WorldModelConfig
 
 from .bank import LatentBank
 from .common import Budget, LossLog, cosine_lr, pick_device, resume
@@ -28,8 +29,7 @@ from .latents import LatentEpisode, encode_dataset, load_tokenizers
 from .plots import image_grid, line_plot
 
 
-def make_memory(model: WorldModel, w: dict[str, torch.Tensor]
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def make_memory(model: WorldModel, w: dict[str, torch.Tensor]) -> Memory:
     """Memory tokens of each window (theme, reference image, last sentences), their arrival
     frames and validity, laid out as the runtime lays them out."""
     b = w["theme"].shape[0]
@@ -38,7 +38,23 @@ def make_memory(model: WorldModel, w: dict[str, torch.Tensor]
     arrival = torch.cat([zeros, w["mem_arrival"]], dim=1)
     valid = torch.cat([torch.ones(b, 1, dtype=torch.bool, device=memory.device),
                        w["has_image"][:, None], w["mem_valid"]], dim=1)
-    return memory, arrival, valid
+    return Memory(memory, arrival, valid)
+
+
+def paired_blocks(w: dict[str, torch.Tensor], context: torch.Tensor, target: torch.Tensor,
+                  prev: torch.Tensor, context_audio: torch.Tensor, target_audio: torch.Tensor,
+                  context_level: torch.Tensor, target_level: torch.Tensor) -> Blocks:
+    """A window as T clean context blocks followed by T noisy target blocks (teacher forcing
+    with every frame a target, one pass)."""
+    b, t = w["frame"].shape
+    dev = w["video"].device
+    return Blocks(
+        video=_pair(context, target), prev=_pair(prev, prev),
+        audio=_pair(context_audio, target_audio), inputs=_pair(w["inputs"], w["inputs"]),
+        text=_pair(w["text"], w["text"]), level=_pair(context_level, target_level),
+        frame=_pair(w["frame"], w["frame"]),
+        noisy=_pair(torch.zeros(b, t, dtype=torch.bool, device=dev),
+                    torch.ones(b, t, dtype=torch.bool, device=dev)))
 
 
 def _pair(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
@@ -46,9 +62,8 @@ def _pair(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def own_context(model: WorldModel, w: dict[str, torch.Tensor], memory: torch.Tensor,
-                arrival: torch.Tensor, valid: torch.Tensor, rounds: int, steps: int
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+def own_context(model: WorldModel, w: dict[str, torch.Tensor], memory: Memory, rounds: int,
+                steps: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The model's own teacher-forced predictions of every frame in the window, `rounds` times
     over: round r conditions on round r - 1's predictions, so errors compound as in a rollout.
 
@@ -58,48 +73,71 @@ def own_context(model: WorldModel, w: dict[str, torch.Tensor], memory: torch.Ten
     """
     b, t = w["frame"].shape
     dev = w["video"].device
-    ones, noisy = torch.ones(b, t, device=dev), torch.ones(b, t, dtype=torch.bool, device=dev)
-    is_noisy = _pair(~noisy, noisy)
+    sampler = EulerSampler(steps)
+    ones = torch.ones(b, t, device=dev)
     ctx_v, ctx_a = w["video"], w["audio"]
     for _ in range(rounds):
         prev = torch.cat([w["prev"][:, :1], ctx_v[:, :-1]], dim=1)
         x, a = torch.randn_like(ctx_v), torch.randn_like(ctx_a)
-        for k in range(steps):
-            level = torch.full((b, t), k / steps, device=dev)
-            v_pred, a_pred = model(
-                _pair(ctx_v, x), _pair(prev, prev), _pair(ctx_a, a),
-                _pair(w["inputs"], w["inputs"]), _pair(w["text"], w["text"]),
-                _pair(ones, level), _pair(w["frame"], w["frame"]), is_noisy, memory, arrival,
-                valid)
-            x = x + v_pred[:, t:].float() / steps
-            a = a + a_pred[:, t:].float() / steps
+        for s in sampler.levels():
+            level = torch.full((b, t), s, device=dev)
+            v_pred, a_pred = model(paired_blocks(w, ctx_v, x, prev, ctx_a, a, ones, level),
+                                   memory)
+            x = sampler.step(x, v_pred[:, t:].float())
+            a = sampler.step(a, a_pred[:, t:].float())
         ctx_v, ctx_a = x, a
     return ctx_v, ctx_a
 
 
+def full_context_mask(frame: torch.Tensor, context: int) -> torch.Tensor:
+    """(B, T) True where a window position sees as many clean frames as it would at run time:
+    min(position, context) frames of the window before it against min(frame index, context)
+    frames the episode has. Mid-episode that is only positions >= context (the first position
+    of a window sees nothing), so training on the others teaches a mask inference never uses."""
+    pos = torch.arange(frame.shape[1], device=frame.device)[None]
+    return pos.clamp(max=context) == frame.clamp(max=context)
+
+
 def flow_loss(model: WorldModel, w: dict[str, torch.Tensor], audio_weight: float,
-              own_share: float = 0.0, own_rounds: int = 2, own_steps: int = 2
+              own_share: float = 0.0, own_rounds: int = 2, own_steps: int = 2,
+              ctx_noise: float = 0.1, full_context_only: bool = False,
+              bad_context: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Flow-matching loss over every frame of a batch of windows (teacher forcing).
 
-    Context frames are, per window, either the truth, the truth slightly noised (its level tells
-    the model so; GameNGen / DIAMOND augmentation), or with probability `own_share` the model's
-    own predictions (`own_context`). Targets are always the true frames.
+    Context frames are, per window, either the truth, the truth noised to a level in
+    [1 - ctx_noise, 1] (the level tells the model so; GameNGen / DIAMOND augmentation), or with
+    probability `own_share` the model's own predictions (`own_context`). `bad_context`
+    (video (B, K, ...), audio (B, K, A), rows (B,) bool) puts stored erroneous histories (the
+    Error Bank, engine/train/errorbank.py) in the first K positions of the chosen windows;
+    those windows are scored only after them. Targets are always the true frames.
+    `full_context_only` scores only positions that see a run-time-sized context.
     """
     b, t = w["frame"].shape
     dev = w["video"].device
-    memory, arrival, valid = make_memory(model, w)
+    memory = make_memory(model, w)
     clean, clean_audio = w["video"], w["audio"]
     own = torch.rand(b, device=dev) < own_share
+    weight = torch.ones(b, t, device=dev)
+    if full_context_only:
+        weight = full_context_mask(w["frame"], model.config.context).float()
+    if bad_context is not None:
+        own = own & ~bad_context[2]
     if own.any():
         sub = {k: v[own] for k, v in w.items()}
-        own_v, own_a = own_context(model, sub, memory[own], arrival[own], valid[own],
-                                   own_rounds, own_steps)
+        own_v, own_a = own_context(model, sub, memory.select(own), own_rounds, own_steps)
         clean, clean_audio = clean.clone(), clean_audio.clone()
         clean[own], clean_audio[own] = own_v.to(clean.dtype), own_a.to(clean_audio.dtype)
+    if bad_context is not None and bad_context[2].any():
+        bad_v, bad_a, rows = bad_context
+        k = bad_v.shape[1]
+        clean, clean_audio = clean.clone(), clean_audio.clone()
+        clean[rows, :k] = bad_v[rows].to(clean.dtype)
+        clean_audio[rows, :k] = bad_a[rows].to(clean_audio.dtype)
+        weight[rows] = (torch.arange(t, device=dev) >= k).float()
     ctx_level = torch.ones(b, t, device=dev)
     aug = (torch.rand(b, device=dev) < 0.5) & ~own
-    ctx_level[aug] = 0.9 + 0.1 * torch.rand(int(aug.sum()), t, device=dev)
+    ctx_level[aug] = 1 - ctx_noise * torch.rand(int(aug.sum()), t, device=dev)
     lv = ctx_level[..., None, None, None]
     clean = lv * clean + (1 - lv) * torch.randn_like(clean)
     # The previous-frame input of block i is the context frame i - 1.
@@ -109,14 +147,13 @@ def flow_loss(model: WorldModel, w: dict[str, torch.Tensor], audio_weight: float
     sv = s[..., None, None, None]
     noisy = sv * w["video"] + (1 - sv) * eps_v
     noisy_audio = s[..., None] * w["audio"] + (1 - s[..., None]) * eps_a
-    is_noisy = _pair(torch.zeros(b, t, dtype=torch.bool, device=dev),
-                     torch.ones(b, t, dtype=torch.bool, device=dev))
-    v_pred, a_pred = model(
-        _pair(clean, noisy), _pair(prev, prev), _pair(clean_audio, noisy_audio),
-        _pair(w["inputs"], w["inputs"]), _pair(w["text"], w["text"]), _pair(ctx_level, s),
-        _pair(w["frame"], w["frame"]), is_noisy, memory, arrival, valid)
-    video_loss = ((v_pred[:, t:].float() - (w["video"] - eps_v)) ** 2).mean()
-    audio_loss = ((a_pred[:, t:].float() - (w["audio"] - eps_a)) ** 2).mean()
+    v_pred, a_pred = model(paired_blocks(w, clean, noisy, prev, clean_audio, noisy_audio,
+                                         ctx_level, s), memory)
+    norm = weight.sum().clamp(min=1)
+    video_err = ((v_pred[:, t:].float() - (w["video"] - eps_v)) ** 2).mean(dim=(2, 3, 4))
+    audio_err = ((a_pred[:, t:].float() - (w["audio"] - eps_a)) ** 2).mean(dim=2)
+    video_loss = (video_err * weight).sum() / norm
+    audio_loss = (audio_err * weight).sum() / norm
     return video_loss + audio_weight * audio_loss, video_loss, audio_loss
 
 

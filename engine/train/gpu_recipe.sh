@@ -1,74 +1,109 @@
 #!/usr/bin/env bash
-# One short GPU lease, start to shipped weights (what produced engine/weights; README "Model").
+# GPU recipe v2 (issue 11): one 15-minute H200 lease; every stage warm-starts from engine/weights,
+# so progress accumulates across sessions even when runs/ is gone.
 #
-#   bash engine/train/gpu_recipe.sh OUT_DIR [TEXT_TABLE]
+#   bash engine/train/gpu_recipe.sh OUT_DIR [TEXT_TABLE]           # the lease (about 9 min)
+#   SMOKE=1 bash engine/train/gpu_recipe.sh OUT_DIR [TEXT_TABLE]   # toy scale, on a CPU
 #
-# Timeline on one H200 + 16 cores (about 8 minutes): simulator data on every core; the audio
-# tokenizer and two video tokenizers (with and without the patch discriminator) side by side on
-# the GPU; the sharper video tokenizer is kept unless it costs more than 0.7 dB; latents; the
-# generator with rollout training; fp16 weights, loss curves and a sample rollout into OUT_DIR.
-# TEXT_TABLE comes from `python -m engine.train text-table` on a machine with the text encoder.
-# Minutes are overridable (DATA_EPISODES, AE_MINUTES, GEN_MINUTES) for a CPU smoke run.
+# TEXT_TABLE (default runs/text_table.npz, carried to the device) comes from
+# `python -m engine.train text-table` here: the device has no text encoder.
+#
+# Timeline on one H200 + 16 cores (about 9 minutes; the device allows 600 s per command):
+#   data      256 episodes x 300 frames on every core (~30 s), sentences every 1.5 s
+#   latents   the shipped tokenizers encode it on the GPU (frozen: openings.pt stays valid)
+#   bank      the Error Bank: 8 CPU workers roll the shipped generator out from true context
+#             and store histories at 5..160 frames, equally many per error quartile (~2 min)
+#   generator two fine-tunes side by side on the GPU (3.5 min), same steps, data, warm start:
+#             with the Error Bank (25% of every batch) and without it (the ablation
+#             brightness_drift_no_bank); both with rollout context, context noise up to 0.3
+#             and run-time-sized context masks (engine/train/finetune.py)
+#   decoder   the GameNGen decoder fine-tune on the bank generator's own latents (1 min)
+#   ship      OUT_DIR/weights (fp16 world.pt + video_ae.pt of the bank run), OUT_DIR/nobank/
+#   measure   the three candidates on the CPU in parallel (engine/train/measure.py: psnr
+#             h1/h16/h64, sharpness, seams, 2,000-frame walking brightness drift), JSON into
+#             OUT_DIR; if the lease ends first, run the same command here on the weights
+# A watchdog copies whatever weights exist if the lease's end draws near (DEADLINE_S).
+# Back here: compare OUT_DIR/measure_*.json with runs/measure/baseline, look at the PNGs,
+# and copy the weights into engine/weights only if they are better (MODEL.md says how).
 set -euo pipefail
 out=${1:?usage: gpu_recipe.sh OUT_DIR [TEXT_TABLE]}
 table=${2:-runs/text_table.npz}
 py=${PYTHON:-python3}
-episodes=${DATA_EPISODES:-256}
-frames=${DATA_FRAMES:-600}
-ae_minutes=${AE_MINUTES:-2.5}
-gen_minutes=${GEN_MINUTES:-3.5}
-workers=${WORKERS:-$(nproc)}
-logs=runs/logs
+base=${WEIGHTS:-engine/weights}
+if [[ -n "${SMOKE:-}" ]]; then  # toy sizes: proves the wiring on a CPU in a few minutes
+    episodes=4 frames=200 bank_workers=2 rollouts=1 horizons=5,16 gen_steps=2 gen_batch=4
+    dec_steps=2 dec_batch=2 gen_minutes=2 dec_minutes=1 long_frames=40 fid_episodes=1
+    runs=runs/smoke_recipe device=cpu
+else
+    episodes=256 frames=300 bank_workers=8 rollouts=6 horizons=5,16,48,96,160 gen_steps=3000
+    gen_batch=128 dec_steps=1500 dec_batch=32 gen_minutes=3.5 dec_minutes=1
+    long_frames=2000 fid_episodes=10 runs=runs/gpu_v2 device=auto
+fi
+workers=${WORKERS:-$(nproc --all)}
+data=$runs/data logs=$runs/logs
 mkdir -p "$out" "$logs"
 stamp() { echo "[$(date +%T)] $*"; }
-# Everything the lease returns: log.txt, three PNGs, weights/ (a device lease returns 8 files).
-collect_logs() { for f in "$logs"/*.log; do echo "== $f"; tail -c 3000 "$f"; done > "$out/log.txt"; }
-trap collect_logs EXIT
-# If the lease's limit draws near, ship the generator's latest checkpoint rather than nothing.
-( sleep "${DEADLINE_S:-540}"; echo "deadline: shipping the latest checkpoint"
-  mkdir -p "$out/weights"; $py -m engine.train ship --preset gpu --dest "$out/weights"
-  collect_logs ) &
+collect_logs() { for f in "$logs"/*.log; do echo "== $f"; tail -c 2500 "$f"; done > "$out/log.txt"; }
+ship() {  # whatever exists: the bank generator (+ tuned decoder), and the ablation's generator
+    mkdir -p "$out/weights" "$out/nobank"
+    for f in world.pt video_ae.pt; do
+        for src in "$runs/decoder/weights/$f" "$runs/bank/weights/$f"; do
+            [[ -f $src ]] && { cp "$src" "$out/weights/$f"; break; }
+        done
+    done
+    [[ -f $runs/nobank/weights/world.pt ]] && cp "$runs/nobank/weights/world.pt" "$out/nobank/"
+    return 0
+}
+trap 'ship; collect_logs' EXIT
+# The device runs one command for at most 600 s: ship by 540 s whatever the stages reached.
+( sleep "${DEADLINE_S:-540}"; echo "deadline: shipping what exists"; ship; collect_logs ) &
 watchdog=$!
 
 stamp "data: $episodes episodes x $frames frames on $workers workers"
-$py -m engine.data generate --out data/wm_gpu --episodes "$episodes" --frames "$frames" \
+$py -m engine.data generate --out "$data" --episodes "$episodes" --frames "$frames" \
     --workers "$workers" --episodes-per-shard 4 --prompt-rate 0.033 --quiet
 
-stamp "tokenizers: audio, video (plain) and video (adversarial) in parallel"
-$py -m engine.train audio --preset gpu --minutes "$ae_minutes" > "$logs/audio_ae.log" 2>&1 &
-audio=$!
-$py -m engine.train video --preset gpu --minutes "$ae_minutes" --adv-weight 0 \
-    --out runs/video_plain > "$logs/video_plain.log" 2>&1 &
-plain=$!
-$py -m engine.train video --preset gpu --minutes "$ae_minutes" \
-    --out runs/video_adv > "$logs/video_adv.log" 2>&1 &
-adv=$!
-for job in "audio:$audio:audio_ae" "plain:$plain:video_plain" "adv:$adv:video_adv"; do
-    IFS=: read -r name pid log <<< "$job"
-    wait "$pid" || { echo "$name tokenizer failed:"; tail -30 "$logs/$log.log"; exit 1; }
+stamp "latents (shipped tokenizers) + Error Bank ($bank_workers CPU workers)"
+$py -m engine.train latents --data "$data" --weights "$base" --out "$runs/latents" \
+    --text-table "$table" --device "$device" > "$logs/latents.log" 2>&1
+bank_files=()
+for k in $(seq 1 "$bank_workers"); do
+    OMP_NUM_THREADS=1 $py -m engine.train errorbank --threads 1 --data "$data" \
+        --weights "$base" --out "$runs/bank_$k" --rollouts "$rollouts" --horizons "$horizons" \
+        --seed "$k" --error-bank "$runs/errorbank_$k.pt" > "$logs/errorbank_$k.log" 2>&1 &
+    bank_files+=("$runs/errorbank_$k.pt")
 done
-tail -c 600 "$logs/audio_ae.log"; tail -c 600 "$logs/video_plain.log"; tail -c 600 "$logs/video_adv.log"
-$py - <<'PY'
-import json, shutil
-from pathlib import Path
-plain = json.loads(Path("runs/video_plain/video_quality.json").read_text())
-adv = json.loads(Path("runs/video_adv/video_quality.json").read_text())
-pick = "video_adv" if adv["psnr"] >= plain["psnr"] - 0.7 else "video_plain"
-print(json.dumps({"plain": plain, "adv": adv, "picked": pick}))
-for name in ("video_ae_final.pt", "video_recon.png", "video_loss.png", "video_quality.json"):
-    shutil.copy(Path("runs") / pick / name, Path("runs/tokenizers_gpu") / name)
-PY
-cp runs/tokenizers_gpu/video_recon.png "$out/"
+wait $(jobs -p | grep -v "^$watchdog$") || { tail -20 "$logs"/errorbank_*.log; exit 1; }
+bank=$(IFS=,; echo "${bank_files[*]}")
 
-stamp "generator"
-$py -m engine.train generator --preset gpu --minutes "$gen_minutes" --text-table "$table" \
-    > "$logs/generator.log" 2>&1 || { tail -30 "$logs/generator.log"; exit 1; }
-tail -c 2000 "$logs/generator.log"
+stamp "generator fine-tunes side by side: with the Error Bank and without"
+for arm in bank nobank; do
+    extra=(); [[ $arm == bank ]] && extra=(--error-bank "$bank")
+    $py -m engine.train finetune --data "$data" --weights "$base" --out "$runs/$arm" \
+        --steps "$gen_steps" --minutes "$gen_minutes" --batch "$gen_batch" --threads 2 \
+        --device "$device" "${extra[@]}" > "$logs/gen_$arm.log" 2>&1 &
+done
+wait $(jobs -p | grep -v "^$watchdog$") || { tail -30 "$logs"/gen_*.log; exit 1; }
+tail -c 400 "$logs/gen_bank.log"; tail -c 400 "$logs/gen_nobank.log"
 
-stamp "ship"
-mkdir -p "$out/weights"
-$py -m engine.train ship --preset gpu --dest "$out/weights"
-cp runs/generator_gpu/loss.png "$out/generator_loss.png"
-cp "$(ls runs/generator_gpu/rollout_*.png | tail -1)" "$out/rollout.png"
+stamp "decoder fine-tune on the bank generator's latents"
+$py -m engine.train decoder --data "$data" --weights "$runs/bank/weights" \
+    --out "$runs/decoder" --steps "$dec_steps" --minutes "$dec_minutes" --batch "$dec_batch" \
+    --device "$device" > "$logs/decoder.log" 2>&1 || { tail -30 "$logs/decoder.log"; exit 1; }
+ship  # the weights are out before the (optional, CPU-only) measurements start
+
+stamp "measure (CPU, in parallel)"
+for name in decoder bank nobank; do
+    OMP_NUM_THREADS=2 $py -m engine.train measure --threads 2 --weights "$runs/$name/weights" \
+        --out "$runs/measure_$name" --episodes "$fid_episodes" --long-frames "$long_frames" \
+        --text-table "$table" \
+        > "$logs/measure_$name.log" 2>&1 &
+done
+wait $(jobs -p | grep -v "^$watchdog$") || true
+for name in decoder bank nobank; do
+    [[ -f $runs/measure_$name/measure.json ]] && cp "$runs/measure_$name/measure.json" \
+        "$out/measure_$name.json"
+done
+[[ -f $runs/measure_decoder/long_play.png ]] && cp "$runs/measure_decoder/long_play.png" "$out/"
 kill "$watchdog" 2>/dev/null || true
 stamp "done"

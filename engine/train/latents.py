@@ -32,9 +32,11 @@ class LatentEpisode:
 
 
 def load_tokenizers(folder: str | Path) -> tuple[VideoAE, AudioAE]:
+    """A tokenizer run's `*_final.pt` files, or a shipped weights folder's `*.pt` files."""
     folder = Path(folder)
-    video = load_checkpoint(folder / "video_ae_final.pt", VideoAE, VideoAEConfig)
-    audio = load_checkpoint(folder / "audio_ae_final.pt", AudioAE, AudioAEConfig)
+    suffix = "_final.pt" if (folder / "video_ae_final.pt").exists() else ".pt"
+    video = load_checkpoint(folder / f"video_ae{suffix}", VideoAE, VideoAEConfig)
+    audio = load_checkpoint(folder / f"audio_ae{suffix}", AudioAE, AudioAEConfig)
     return video, audio
 
 
@@ -56,6 +58,17 @@ def save_text_table(path: str | Path) -> Path:
 def load_text_table(path: str | Path) -> dict[str, np.ndarray]:
     with np.load(path) as saved:
         return dict(zip(saved["texts"].tolist(), saved["vectors"], strict=True))
+
+
+class TableText:
+    """A TextEncoder stand-in that looks sentences up in a `save_text_table` file, for machines
+    without the text encoder (a GPU lease); it knows exactly the training paraphrases."""
+
+    def __init__(self, path: str | Path):
+        self.table = load_text_table(path)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self.table[t] for t in texts])
 
 
 @torch.inference_mode()

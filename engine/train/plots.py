@@ -57,6 +57,7 @@ def image_grid(path: str | Path, rows: list[np.ndarray], scale: int = 1) -> None
     img = Image.fromarray(np.concatenate(rows, axis=0))
     if scale != 1:
         img = img.resize((img.width * scale, img.height * scale), Image.Resampling.NEAREST)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     img.save(path)
 
 

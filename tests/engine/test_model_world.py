@@ -7,7 +7,7 @@ import torch
 
 from engine.model.audio_ae import AudioAE, AudioAEConfig
 from engine.model.video_ae import VideoAE, VideoAEConfig
-from engine.model.world import INPUT_FEATURES, WorldModel, WorldModelConfig
+from engine.model.world import INPUT_FEATURES, Blocks, Memory, WorldModel, WorldModelConfig
 
 
 def tiny_model(context: int = 3) -> WorldModel:
@@ -41,8 +41,7 @@ def memory(model: WorldModel, arrival: tuple[int, ...] = (0, 0, 0)):
 
 
 def run(model, b, mem):
-    return model(b["video"], b["prev"], b["audio"], b["inputs"], b["text"], b["level"],
-                 b["frame"], b["noisy"], *mem)
+    return model(Blocks(**b), Memory(*mem))
 
 
 def test_shapes_and_patchify_roundtrip():
@@ -113,3 +112,15 @@ def test_kv_cached_inference_equals_full_pass_with_rolling_window():
     assert torch.allclose(v[:, 0], v_ref[:, f], atol=1e-5)
     assert torch.allclose(a[:, 0], a_ref[:, f], atol=1e-5)
     assert cache.frames == [4, 5, 6]  # a noisy block never enters the cache
+
+
+def test_euler_sampler_walks_from_noise_to_data_in_equal_steps():
+    from engine.model.sampler import EulerSampler
+
+    sampler = EulerSampler(4)
+    assert sampler.levels() == [0.0, 0.25, 0.5, 0.75]
+    noise, data = torch.zeros(3), torch.tensor([1.0, -2.0, 0.5])
+    x = noise
+    for _ in sampler.levels():  # the exact velocity of the straight path is data - noise
+        x = sampler.step(x, data - noise)
+    assert torch.allclose(x, data)

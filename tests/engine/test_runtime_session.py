@@ -169,3 +169,20 @@ def test_openings_that_do_not_match_the_tokenizers_are_refused():
                      {"frost_valley": torch.zeros(1, 2, 32)})
     with pytest.raises(ValueError, match="rebuild"):
         World(w.video_ae, w.audio_ae, w.model, FakeText(), openings=wrong)
+
+
+def test_projection_reencodes_generated_frames_and_shows_the_decoded_picture():
+    world = tiny_world()
+    world.model.config.project_context = True
+    try:
+        roll = world.new_rollout(0, seed=3)
+        assert roll.project is world.video_ae
+        z, _ = roll.generate(np.zeros(13, np.float32), 0)
+        with torch.inference_mode():
+            again = world.video_ae.encode(roll.last_frame.clamp(0, 1))[0]
+        assert torch.allclose(z, again, atol=1e-5)  # the cached latent is on the AE manifold
+        chunk = world.start(seed=1, theme="frost_valley").next_chunk()
+        assert chunk.video.shape == (1, world.resolution, world.resolution, 3)
+    finally:
+        world.model.config.project_context = False
+    assert world.new_rollout(0).project is None

@@ -44,9 +44,9 @@ def test_memory_holds_the_last_sentences_typed_before_the_window_ends():
     assert MAX_TEXT_MEMORY == 4
     row = w["mem_arrival"][2].tolist().index(12)
     assert torch.allclose(w["mem_text"][2, row], torch.full((384,), 1.2))
-    memory, arrival, valid = make_memory(small_model(), w)
-    assert memory.shape == (3, 2 + MAX_TEXT_MEMORY, 32)
-    assert valid[:, 0].all() and not valid[:, 1].any()  # theme always, no reference image
+    memory = make_memory(small_model(), w)
+    assert memory.tokens.shape == (3, 2 + MAX_TEXT_MEMORY, 32)
+    assert memory.valid[:, 0].all() and not memory.valid[:, 1].any()  # theme; no image
 
 
 def test_windows_stay_inside_episodes_and_carry_fresh_text():
@@ -70,8 +70,7 @@ def test_own_context_predicts_every_frame_without_gradients():
     model = small_model()
     bank = LatentBank.build([episode()], table())
     w = bank.windows(torch.tensor([2, 8]), 5)
-    memory, arrival, valid = make_memory(model, w)
-    video, audio = own_context(model, w, memory, arrival, valid, rounds=2, steps=2)
+    video, audio = own_context(model, w, make_memory(model, w), rounds=2, steps=2)
     assert video.shape == w["video"].shape and audio.shape == w["audio"].shape
     assert not video.requires_grad
     assert not torch.allclose(video, w["video"])
@@ -99,3 +98,99 @@ def test_flow_loss_trains_with_and_without_own_context():
 def test_line_plot_writes_png(tmp_path):
     line_plot(tmp_path / "loss.png", {"loss": [(0, 1.0), (10, 0.5), (20, 0.25)]}, "loss")
     assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_full_context_mask_scores_only_positions_with_a_run_time_context():
+    from engine.train.generator import full_context_mask
+
+    mid = torch.arange(10, 18)[None]  # a window from the middle of an episode
+    opening = torch.arange(0, 8)[None]  # a window that opens its episode
+    assert full_context_mask(mid, 5)[0].tolist() == [False] * 5 + [True] * 3
+    assert full_context_mask(opening, 5).all()
+    # frame 2 of an episode: position p sees p frames, the episode offers p + 2 (up to 5)
+    assert full_context_mask(torch.arange(2, 10)[None], 5)[0].tolist() == (
+        [False] * 5 + [True] * 3)
+
+
+def test_error_bank_histories_replace_the_context_and_only_later_frames_are_scored():
+    torch.manual_seed(0)
+    model = small_model(context=3)
+    bank = LatentBank.build([episode()], table())
+    w = bank.windows(torch.tensor([2, 8]), 6)
+    rows = torch.tensor([False, True])
+    history = torch.randn(2, 3, 8, 16, 16)
+    audio = torch.randn(2, 3, 32)
+
+    def loss(hist: torch.Tensor) -> float:
+        torch.manual_seed(1)
+        return flow_loss(model, w, 0.5, bad_context=(hist, audio, rows))[0].item()
+
+    # A changed bad history changes the loss of the later frames (it is their context) ...
+    assert loss(history) != loss(history * 3)
+    # ... but a different history for a window not chosen from the bank changes nothing.
+    other = history.clone()
+    other[0] *= 3
+    assert loss(history) == loss(other)
+
+
+def test_stratified_error_bank_keeps_every_error_quartile():
+    from engine.train.errorbank import stratified
+
+    errors = torch.rand(100, generator=torch.Generator().manual_seed(1)) ** 6  # mostly small
+    picks = stratified(errors, 8, buckets=4, generator=torch.Generator().manual_seed(0))
+    rank = torch.argsort(torch.argsort(errors))[picks]
+    assert len(set(picks.tolist())) == 8
+    assert torch.bincount(rank // 25, minlength=4).tolist() == [2, 2, 2, 2]
+
+
+def test_seam_ratio_finds_a_latent_tile_mosaic():
+    from engine.train.measure import seam_ratio
+
+    rng = np.random.default_rng(0)
+    tiles = rng.integers(0, 255, (2, 4, 4, 3)).astype(np.uint8)
+    mosaic = tiles.repeat(32, axis=1).repeat(32, axis=2)
+    mosaic = np.clip(mosaic.astype(int) + rng.integers(-3, 4, mosaic.shape), 0, 255)
+    smooth = np.clip(rng.normal(128, 20, (2, 128, 128, 3)), 0, 255)
+    assert seam_ratio(mosaic.astype(np.uint8)) > 5
+    assert 0.9 < seam_ratio(smooth.astype(np.uint8)) < 1.1
+
+
+def test_fine_tunes_write_a_complete_weights_folder_with_only_the_tuned_part_changed(tmp_path):
+    from engine.model.audio_ae import AudioAE, AudioAEConfig
+    from engine.model.checkpoint import load_checkpoint, save_checkpoint
+    from engine.model.video_ae import VideoAE, VideoAEConfig
+    from engine.train.finetune import FinetuneConfig, write_weights
+
+    base = tmp_path / "base"
+    video = VideoAE(VideoAEConfig(stem=8, widths=(8, 8, 8)))
+    save_checkpoint(base / "video_ae.pt", video, half=True)
+    save_checkpoint(base / "audio_ae.pt", AudioAE(AudioAEConfig(width=8)), half=True)
+    save_checkpoint(base / "world.pt", small_model(), half=True)
+    tuned = small_model()
+    with torch.no_grad():
+        tuned.video_out.bias.fill_(0.5)
+    dest = write_weights(FinetuneConfig(weights=str(base)), tmp_path / "run", world=tuned,
+                         step=7)
+    assert sorted(p.name for p in dest.iterdir()) == ["audio_ae.pt", "video_ae.pt", "world.pt"]
+    world = load_checkpoint(dest / "world.pt", WorldModel, WorldModelConfig)
+    assert torch.allclose(world.video_out.bias, torch.full_like(world.video_out.bias, 0.5))
+    assert (dest / "video_ae.pt").read_bytes() == (base / "video_ae.pt").read_bytes()
+    assert tuned.training  # the copy was written; the model in training was left as it was
+
+
+def test_replayed_histories_start_their_window_k_frames_before_the_true_continuation():
+    from engine.train.errorbank import ErrorBank, replay_batch
+
+    bank = LatentBank.build([episode(), episode(seed=1)], table())
+    n = 6
+    errors = ErrorBank(video=torch.randn(n, 3, 8, 16, 16).half(), audio=torch.randn(n, 3, 32),
+                       row=torch.tensor([5, 10, 14, 19, 25, 38]), horizon=torch.full((n,), 5),
+                       latent_mse=torch.rand(n), brightness=torch.rand(n),
+                       sharpness=torch.rand(n), seams=torch.rand(n))
+    starts, video, audio = replay_batch(errors, bank, 50, 6, torch.Generator().manual_seed(0))
+    rows = starts + 3
+    # 19 and 38 end their episodes: no 3 true frames follow them
+    assert set(rows.tolist()) <= {5, 10, 14, 25}
+    assert torch.all(bank.local[starts] + 6 <= bank.lengths[bank.episode[starts]])
+    for r, v in zip(rows.tolist(), video, strict=True):
+        assert torch.equal(v, errors.video[errors.row.tolist().index(r)].float())

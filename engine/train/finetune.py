@@ -1,0 +1,234 @@
+"""Fine-tunes warm-started from shipped weights, budgeted in steps so candidates compare fairly.
+
+    python -m engine.train finetune --weights engine/weights --out runs/ft_bank --steps 300 \
+        --error-bank runs/errorbank.pt
+    python -m engine.train decoder --weights engine/weights --out runs/decoder --steps 600
+
+`finetune` trains the world transformer (tokenizers frozen) with rollout context, stronger
+context noise, run-time-sized context masks and optionally Error Bank replay. `decoder` is the
+GameNGen decoder fine-tune: encoder and generator frozen, the video decoder learns to turn the
+generator's own (soft, drifted) latents into the true frames, with L1 and a patch critic.
+Both resume from `out/state.pt` and finish by writing `out/weights/`, a complete weights folder
+(`World.load(out/weights)`, `--weights` for bench, eval and measure).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from engine.model.checkpoint import load_checkpoint, save_checkpoint
+from engine.model.video_ae import PatchDiscriminator, VideoAE, VideoAEConfig, frames_to_tensor
+from engine.model.world import WorldModel, WorldModelConfig
+from engine.runtime.openings import OPENINGS_FILE
+
+from .bank import LatentBank
+from .common import Budget, LossLog, cosine_lr, pick_device, resume, save_state
+from .errorbank import ErrorBank, frames_of_bank, replay_batch
+from .generator import flow_loss, make_memory, own_context
+from .latents import encode_dataset
+from .plots import line_plot
+
+WEIGHT_PARTS = ("video_ae.pt", "audio_ae.pt", "world.pt", OPENINGS_FILE)
+
+
+@dataclass
+class FinetuneConfig:
+    data: str = "data/v2"
+    weights: str = "engine/weights"  # the warm start (and the tokenizers, kept frozen)
+    out: str = "runs/finetune"
+    steps: int = 300
+    minutes: float | None = None  # optional wall-clock cap (a GPU lease); steps stay the budget
+    batch: int = 8
+    window: int = 10  # > context, so scored positions see a run-time-sized context
+    lr: float = 3e-4
+    audio_weight: float = 0.5
+    own_share: float = 0.5
+    own_rounds: int = 2
+    own_steps: int = 2
+    ctx_noise: float = 0.3
+    full_context_only: bool = True
+    text_table: str | None = None  # sentence embeddings (machines without the text encoder)
+    error_bank: str | None = None  # an ErrorBank file; None trains without one (the ablation)
+    bank_share: float = 0.25  # fixed share of every batch replayed from the Error Bank
+    first_frame_share: float = 0.1
+    seed: int = 0
+    checkpoint_every: int = 25
+    device: str = "auto"
+
+
+@dataclass
+class DecoderTuneConfig:
+    data: str = "data/v2"
+    weights: str = "engine/weights"
+    out: str = "runs/decoder"
+    steps: int = 600
+    minutes: float | None = None
+    batch: int = 4  # windows per step; every frame of a window is decoded
+    window: int = 4
+    rounds: tuple[int, ...] = (0, 1, 2, 3)  # 0: the true latent (keep reconstructions sharp)
+    lr: float = 2e-4
+    adv_weight: float = 0.05
+    text_table: str | None = None
+    seed: int = 0
+    checkpoint_every: int = 25
+    device: str = "auto"
+
+
+def latent_bank(cfg, device: torch.device) -> tuple[LatentBank, np.ndarray]:
+    """The data set's latents under the warm start's tokenizers, and the true frames by row."""
+    episodes, table = encode_dataset(cfg.data, cfg.weights, Path(cfg.out).parent / (
+        Path(cfg.data).name + "_latents.pt"), device=device, text_table=cfg.text_table)
+    model_cfg = load_checkpoint(Path(cfg.weights) / "world.pt", WorldModel,
+                                WorldModelConfig).config
+    bank = LatentBank.build(episodes, table, device, model_cfg.image_dim)
+    return bank, frames_of_bank(cfg.data, len(episodes))
+
+
+def write_weights(cfg, out: Path, world: WorldModel | None = None,
+                  video_ae: VideoAE | None = None, step: int = 0) -> Path:
+    """A complete weights folder: the tuned parts as fp16 (copies: training goes on), the rest
+    copied from the warm start."""
+    dest = out / "weights"
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in WEIGHT_PARTS:
+        if (Path(cfg.weights) / name).exists():
+            shutil.copy(Path(cfg.weights) / name, dest / name)
+    train = {"warm_start": cfg.weights, **dataclasses.asdict(cfg)}
+    if world is not None:
+        save_checkpoint(dest / "world.pt", copy.deepcopy(world).float().cpu().eval(),
+                        {"step": step, "train": train}, half=True)
+    if video_ae is not None:
+        save_checkpoint(dest / "video_ae.pt", copy.deepcopy(video_ae).float().cpu().eval(),
+                        {"step": step, "train": train}, half=True)
+    return dest
+
+
+def progress(cfg, step: int, budget: Budget | None) -> float:
+    """Fraction of the budget used: steps, or the wall-clock cap if that comes first."""
+    frac = step / cfg.steps
+    return max(frac, budget.spent / budget.seconds) if budget is not None else frac
+
+
+def train_finetune(cfg: FinetuneConfig) -> Path:
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    device = pick_device(cfg.device)
+    torch.manual_seed(cfg.seed)
+    bank, _ = latent_bank(cfg, device)
+    model = load_checkpoint(Path(cfg.weights) / "world.pt", WorldModel, WorldModelConfig)
+    model = model.to(device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
+    state = out / "state.pt"
+    step, spent = resume(state, model=model, opt=opt)
+    budget = Budget(cfg.minutes, spent) if cfg.minutes else None
+    errors = ErrorBank.load(cfg.error_bank) if cfg.error_bank else None
+    gen = torch.Generator().manual_seed(cfg.seed * 100_003 + step)  # resumes continue the stream
+    log = LossLog(out / "loss.jsonl")
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+    bar = tqdm(total=cfg.steps, initial=step, desc="finetune", unit="step", mininterval=10)
+    while progress(cfg, step, budget) < 1:
+        for g in opt.param_groups:
+            g["lr"] = cosine_lr(cfg.lr, progress(cfg, step, budget), step, warmup=20)
+        starts = bank.sample(cfg.batch, cfg.window, gen, cfg.first_frame_share)
+        bad = None
+        if errors is not None:
+            n_bad = int(round(cfg.bank_share * cfg.batch))
+            bad_starts, bad_v, bad_a = replay_batch(errors, bank, n_bad, cfg.window, gen)
+            starts = torch.cat([starts[:cfg.batch - n_bad], bad_starts.to(starts.device)])
+            rows = torch.arange(cfg.batch, device=device) >= cfg.batch - n_bad
+            pad_v = torch.zeros(cfg.batch - n_bad, *bad_v.shape[1:])
+            pad_a = torch.zeros(cfg.batch - n_bad, *bad_a.shape[1:])
+            bad = (torch.cat([pad_v, bad_v]).to(device), torch.cat([pad_a, bad_a]).to(device),
+                   rows)
+        w = bank.windows(starts, cfg.window)
+        with autocast:
+            loss, vl, al = flow_loss(model, w, cfg.audio_weight, cfg.own_share, cfg.own_rounds,
+                                     cfg.own_steps, cfg.ctx_noise, cfg.full_context_only, bad)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        bar.update()
+        log.add(step, loss=loss.item(), video=vl.item(), audio=al.item())
+        bar.set_postfix(video=f"{vl.item():.3f}", audio=f"{al.item():.3f}", refresh=False)
+        if step % cfg.checkpoint_every == 0 or progress(cfg, step, budget) >= 1:
+            save_state(state, step, budget.spent if budget else 0.0,
+                       {"train": dataclasses.asdict(cfg)}, model=model, opt=opt)
+            line_plot(out / "loss.png", log.series("video", "audio"), "fine-tune flow loss")
+            write_weights(cfg, out, world=model, step=step)
+    bar.close()
+    return write_weights(cfg, out, world=model, step=step)
+
+
+def decoder_pairs(model: WorldModel, w: dict[str, torch.Tensor], rounds: int
+                  ) -> torch.Tensor:
+    """The generator's latents for every frame of the windows: the truth (rounds 0), or its
+    prediction from the true context (1) or from its own predictions, compounded (2, 3)."""
+    if rounds == 0:
+        return w["video"]
+    video, _ = own_context(model, w, make_memory(model, w), rounds, model.config.sampler_steps)
+    return video
+
+
+def train_decoder(cfg: DecoderTuneConfig) -> Path:
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    device = pick_device(cfg.device)
+    torch.manual_seed(cfg.seed)
+    bank, frames = latent_bank(cfg, device)
+    world = load_checkpoint(Path(cfg.weights) / "world.pt", WorldModel, WorldModelConfig)
+    world = world.to(device).eval().requires_grad_(False)
+    ae = load_checkpoint(Path(cfg.weights) / "video_ae.pt", VideoAE, VideoAEConfig).to(device)
+    ae.encoder.requires_grad_(False)
+    disc = PatchDiscriminator().to(device)
+    opt = torch.optim.AdamW(ae.decoder.parameters(), lr=cfg.lr, weight_decay=0.0)
+    dopt = torch.optim.AdamW(disc.parameters(), lr=cfg.lr, betas=(0.5, 0.9))
+    state = out / "state.pt"
+    step, spent = resume(state, decoder=ae.decoder, disc=disc, opt=opt, dopt=dopt)
+    budget = Budget(cfg.minutes, spent) if cfg.minutes else None
+    gen = torch.Generator().manual_seed(cfg.seed * 100_003 + step)
+    log = LossLog(out / "loss.jsonl")
+    bar = tqdm(total=cfg.steps, initial=step, desc="decoder", unit="step", mininterval=10)
+    while progress(cfg, step, budget) < 1:
+        for g in opt.param_groups:
+            g["lr"] = cosine_lr(cfg.lr, progress(cfg, step, budget), step, warmup=20)
+        starts = bank.sample(cfg.batch, cfg.window, gen, 0.0)
+        w = bank.windows(starts, cfg.window)
+        rounds = cfg.rounds[int(torch.randint(len(cfg.rounds), (1,), generator=gen))]
+        with torch.no_grad():
+            z = decoder_pairs(world, w, rounds).flatten(0, 1).float()
+        rows = (starts[:, None] + torch.arange(cfg.window, device=starts.device)).flatten()
+        truth = frames_to_tensor(frames[rows.cpu().numpy()]).to(device)
+        pic = ae.decode(z)
+        l1 = (pic - truth).abs().mean()
+        adv = -disc(pic).mean()
+        loss = l1 + cfg.adv_weight * adv
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        d_loss = (torch.relu(1 - disc(truth)).mean()
+                  + torch.relu(1 + disc(pic.detach())).mean())  # hinge critic
+        dopt.zero_grad(set_to_none=True)
+        d_loss.backward()
+        dopt.step()
+        step += 1
+        bar.update()
+        log.add(step, l1=l1.item(), adv=adv.item(), critic=d_loss.item(), rounds=rounds)
+        bar.set_postfix(l1=f"{l1.item():.4f}", critic=f"{d_loss.item():.3f}", refresh=False)
+        if step % cfg.checkpoint_every == 0 or progress(cfg, step, budget) >= 1:
+            save_state(state, step, budget.spent if budget else 0.0,
+                       {"train": dataclasses.asdict(cfg)},
+                       decoder=ae.decoder, disc=disc, opt=opt, dopt=dopt)
+            line_plot(out / "loss.png", log.series("l1", "critic"), "decoder fine-tune")
+            write_weights(cfg, out, video_ae=ae, step=step)
+    bar.close()
+    return write_weights(cfg, out, video_ae=ae, step=step)
