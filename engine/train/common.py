@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,13 @@ def cosine_lr(base: float, frac: float, step: int = 0, warmup: int = 0) -> float
     """Linear warm-up over `warmup` steps, then cosine decay to 10% over the budget fraction."""
     ramp = min(1.0, (step + 1) / warmup) if warmup else 1.0
     return base * ramp * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def optimizer_step(opt: torch.optim.Optimizer, loss: torch.Tensor,
+                   clip: Iterable[torch.nn.Parameter] | None = None) -> None:
+    """One update from `loss`; with `clip`, those parameters' gradient norm is capped at 1."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if clip is not None:
+        torch.nn.utils.clip_grad_norm_(clip, 1.0)
+    opt.step()

@@ -30,7 +30,7 @@ from engine.model.world import WorldModel, WorldModelConfig
 from engine.runtime.openings import OPENINGS_FILE
 
 from .bank import LatentBank
-from .common import Budget, LossLog, cosine_lr, pick_device, resume, save_state
+from .common import Budget, LossLog, cosine_lr, optimizer_step, pick_device, resume, save_state
 from .errorbank import ErrorBank, frames_of_bank, replay_batch
 from .generator import flow_loss, make_memory, own_context
 from .latents import encode_dataset
@@ -152,10 +152,7 @@ def train_finetune(cfg: FinetuneConfig) -> Path:
         with autocast:
             loss, vl, al = flow_loss(model, w, cfg.audio_weight, cfg.own_share, cfg.own_rounds,
                                      cfg.own_steps, cfg.ctx_noise, cfg.full_context_only, bad)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        optimizer_step(opt, loss, clip=model.parameters())
         step += 1
         bar.update()
         log.add(step, loss=loss.item(), video=vl.item(), audio=al.item())
@@ -212,14 +209,10 @@ def train_decoder(cfg: DecoderTuneConfig) -> Path:
         l1 = (pic - truth).abs().mean()
         adv = -disc(pic).mean()
         loss = l1 + cfg.adv_weight * adv
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        optimizer_step(opt, loss)
         d_loss = (torch.relu(1 - disc(truth)).mean()
                   + torch.relu(1 + disc(pic.detach())).mean())  # hinge critic
-        dopt.zero_grad(set_to_none=True)
-        d_loss.backward()
-        dopt.step()
+        optimizer_step(dopt, d_loss)
         step += 1
         bar.update()
         log.add(step, l1=l1.item(), adv=adv.item(), critic=d_loss.item(), rounds=rounds)

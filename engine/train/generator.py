@@ -23,7 +23,7 @@ from engine.model.video_ae import tensor_to_frames
 from engine.model.world import Blocks, Memory, WorldModel, WorldModelConfig
 
 from .bank import LatentBank
-from .common import Budget, LossLog, cosine_lr, pick_device, resume
+from .common import Budget, LossLog, cosine_lr, optimizer_step, pick_device, resume
 from .generator_config import GeneratorTrainConfig
 from .latents import LatentEpisode, encode_dataset, load_tokenizers
 from .plots import image_grid, line_plot
@@ -193,10 +193,7 @@ def train_generator(cfg: GeneratorTrainConfig) -> Path:
             own_share = cfg.own_share if frac >= cfg.own_start else 0.0
             loss, vl, al = flow_loss(model, w, cfg.audio_weight, own_share, cfg.own_rounds,
                                      cfg.own_steps)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        optimizer_step(opt, loss, clip=model.parameters())
         step += 1
         bar.update()
         if step % 10 == 0:

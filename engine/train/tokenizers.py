@@ -23,7 +23,7 @@ from engine.model.video_ae import (
     tensor_to_frames,
 )
 
-from .common import Budget, LossLog, cosine_lr, pick_device, resume, save_state
+from .common import Budget, LossLog, cosine_lr, optimizer_step, pick_device, resume, save_state
 from .plots import image_grid, line_plot
 
 
@@ -133,16 +133,12 @@ def train_video_ae(cfg: TokenizerTrainConfig) -> Path:
         if adv_on:
             with autocast:
                 loss = loss - cfg.adv_weight * disc(recon).float().mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        optimizer_step(opt, loss)
         if adv_on:  # hinge loss for the critic
             with autocast:
                 d_loss = (torch.relu(1 - disc(x).float()).mean()
                           + torch.relu(1 + disc(recon.detach()).float()).mean())
-            dopt.zero_grad(set_to_none=True)
-            d_loss.backward()
-            dopt.step()
+            optimizer_step(dopt, d_loss)
         step += 1
         bar.update()
         if step % 20 == 0:
@@ -201,9 +197,7 @@ def train_audio_ae(cfg: TokenizerTrainConfig) -> Path:
         x = int16_to_float(rows).to(device)
         recon = model(x)
         loss = audio_loss(recon, x)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        optimizer_step(opt, loss)
         step += 1
         bar.update()
         if step % 20 == 0:
