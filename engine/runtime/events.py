@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.sim.constants import KEY_BITS
+from engine.spec import KEY_BITS, ReferenceImageError, load_reference_image
 
 MAX_PROMPT_CHARS = 500
 MAX_CAMERA_DELTA = math.pi  # radians per event
@@ -42,10 +42,16 @@ class Action:
             raise EventError(f"action.keys: unknown {unknown}; known: {sorted(KEY_BITS)}")
         for name in ("yaw", "pitch"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
-                    value) or abs(value) > MAX_CAMERA_DELTA:
-                raise EventError(f"action.{name} must be a finite number of radians, "
-                                 f"|{name}| <= {MAX_CAMERA_DELTA:.4f}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or abs(value) > MAX_CAMERA_DELTA
+            ):
+                raise EventError(
+                    f"action.{name} must be a finite number of radians, "
+                    f"|{name}| <= {MAX_CAMERA_DELTA:.4f}"
+                )
         object.__setattr__(self, "keys", tuple(self.keys))
 
     @property
@@ -70,8 +76,6 @@ class Image:
 
     def picture(self) -> np.ndarray:
         """The reference as an (H, W, 3) uint8 array (validated)."""
-        from engine.sim.reference import ReferenceImageError, load_reference_image
-
         if isinstance(self.image, np.ndarray):
             a = self.image
             if a.dtype != np.uint8 or a.ndim != 3 or a.shape[2] != 3:
@@ -106,7 +110,7 @@ class AudioIn:
     def features(self, previous_loudness: float) -> tuple[float, bool]:
         """(loudness, onset); raw samples give RMS loudness and a jump-based onset."""
         if self.samples is None:
-            return float(self.loudness), bool(self.onset)
+            return float(self.loudness or 0.0), bool(self.onset)
         s = np.asarray(self.samples, np.float32)
         if np.issubdtype(np.asarray(self.samples).dtype, np.integer):
             s = s / 32768.0
@@ -125,8 +129,12 @@ def parse_event(data: Any) -> Event:
         raise EventError(f"an event must be a dict or event object, got {type(data).__name__}")
     kind = data.get("kind")
     fields = {k: v for k, v in data.items() if k not in ("kind", "t")}
-    allowed = {"action": {"keys", "yaw", "pitch"}, "prompt": {"text"}, "image": {"image"},
-               "audio": {"loudness", "onset", "samples"}}
+    allowed = {
+        "action": {"keys", "yaw", "pitch"},
+        "prompt": {"text"},
+        "image": {"image"},
+        "audio": {"loudness", "onset", "samples"},
+    }
     if kind not in allowed:
         raise EventError(f"event.kind must be one of {sorted(allowed)}, got {kind!r}")
     extra = set(fields) - allowed[kind]
@@ -134,9 +142,13 @@ def parse_event(data: Any) -> Event:
         raise EventError(f"{kind} event: unknown fields {sorted(extra)}")
     try:
         if kind == "action":
-            return Action(tuple(fields.get("keys", ())) if isinstance(
-                fields.get("keys", ()), list | tuple) else fields["keys"],
-                fields.get("yaw", 0.0), fields.get("pitch", 0.0))
+            return Action(
+                tuple(fields.get("keys", ()))
+                if isinstance(fields.get("keys", ()), list | tuple)
+                else fields["keys"],
+                fields.get("yaw", 0.0),
+                fields.get("pitch", 0.0),
+            )
         if kind == "prompt":
             return Prompt(fields.get("text", ""))
         if kind == "image":

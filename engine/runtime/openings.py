@@ -19,7 +19,7 @@ import torch
 from engine.model.audio_ae import AudioAE, int16_to_float
 from engine.model.checkpoint import atomic_save
 from engine.model.video_ae import VideoAE, frames_to_tensor
-from engine.sim.themes import THEME_NAMES
+from engine.spec import THEME_NAMES
 
 OPENINGS_FILE = "openings.pt"
 OPENING_SEED_BASE = 3_000_000  # simulator seeds of the spawn points (training never uses them)
@@ -41,14 +41,25 @@ class Openings:
         return cls(saved["video"], saved["audio"])
 
     def save(self, path: str | Path) -> None:
-        atomic_save({"video": {k: v.half() for k, v in self.video.items()},
-                     "audio": {k: v.half() for k, v in self.audio.items()}}, path)
+        atomic_save(
+            {
+                "video": {k: v.half() for k, v in self.video.items()},
+                "audio": {k: v.half() for k, v in self.audio.items()},
+            },
+            path,
+        )
 
 
 @torch.inference_mode()
-def build_openings(video_ae: VideoAE, audio_ae: AudioAE, context: int, per_theme: int = 8,
-                   resolution: int = 128) -> Openings:
-    """Render `per_theme` spawn points of every theme (idle player) and encode them."""
+def build_openings(
+    video_ae: VideoAE, audio_ae: AudioAE, context: int, per_theme: int = 8, resolution: int = 128
+) -> Openings:
+    """Render `per_theme` spawn points of every theme (idle player) and encode them.
+
+    The one place engine.runtime reaches into engine.sim, allowed by name in the import
+    contracts (pyproject.toml): it runs once when weights are shipped (engine.train.ship),
+    never in a play session, and belongs in engine.train.
+    """
     from engine.sim import FrameInputs, SimWorld, WorldSpec
 
     video, audio = {}, {}

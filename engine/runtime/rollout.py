@@ -26,8 +26,15 @@ MAX_TEXT_MEMORY = 4
 
 
 class LatentRollout:
-    def __init__(self, model: WorldModel, theme: int, image_token: torch.Tensor | None = None,
-                 seed: int = 0, steps: int | None = None, project: VideoAE | None = None):
+    def __init__(
+        self,
+        model: WorldModel,
+        theme: int,
+        image_token: torch.Tensor | None = None,
+        seed: int = 0,
+        steps: int | None = None,
+        project: VideoAE | None = None,
+    ):
         self.model = model
         self.project = project
         self.last_frame: torch.Tensor | None = None  # (1, 3, H, W) decoded, when projecting
@@ -68,17 +75,32 @@ class LatentRollout:
             return self._zero_text
         return torch.as_tensor(text, dtype=torch.float32).view(1, -1)
 
-    def observe(self, z: torch.Tensor, audio: torch.Tensor, inputs, frame: int,
-                text: np.ndarray | torch.Tensor | None = None) -> None:
+    def observe(
+        self,
+        z: torch.Tensor,
+        audio: torch.Tensor,
+        inputs,
+        frame: int,
+        text: np.ndarray | torch.Tensor | None = None,
+    ) -> None:
         """Write a clean frame (known or just generated) into the cache."""
         inp = torch.as_tensor(inputs, dtype=torch.float32).view(1, -1)
-        self.model.cached_block(self.cache, z.view_as(self.prev), self.prev,
-                                torch.as_tensor(audio).float().view(1, -1), inp,
-                                self._text_input(text), 1.0, frame, write=True)
+        self.model.cached_block(
+            self.cache,
+            z.view_as(self.prev),
+            self.prev,
+            torch.as_tensor(audio).float().view(1, -1),
+            inp,
+            self._text_input(text),
+            1.0,
+            frame,
+            write=True,
+        )
         self.prev = z.view_as(self.prev)
 
-    def generate(self, inputs, frame: int, text: np.ndarray | torch.Tensor | None = None
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    def generate(
+        self, inputs, frame: int, text: np.ndarray | torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Sample frame `frame` (its inputs and any sentence typed at it) and cache it.
 
         A sentence passed here joins the persistent memory before the frame is generated.
@@ -92,8 +114,9 @@ class LatentRollout:
         x = torch.randn(self.prev.shape, generator=self.gen)
         a = torch.randn(1, cfg.audio_dim, generator=self.gen)
         for s in self.sampler.levels():
-            v, va = self.model.cached_block(self.cache, x, self.prev, a, inp, txt, s, frame,
-                                            write=False)
+            v, va = self.model.cached_block(
+                self.cache, x, self.prev, a, inp, txt, s, frame, write=False
+            )
             x, a = self.sampler.step(x, v[:, 0]), self.sampler.step(a, va[:, 0])
         if self.project is not None:
             self.last_frame = self.project.decode(x)

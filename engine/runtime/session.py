@@ -32,8 +32,7 @@ from engine.model.video_ae import (
     tensor_to_frames,
 )
 from engine.model.world import WorldModel, WorldModelConfig
-from engine.sim.constants import FPS, SAMPLE_RATE, SAMPLES_PER_FRAME
-from engine.sim.themes import THEME_NAMES
+from engine.spec import FPS, SAMPLE_RATE, SAMPLES_PER_FRAME, THEME_NAMES
 
 from .events import Action, AudioIn, Event, EventError, Image, Prompt, parse_event
 from .openings import OPENINGS_FILE, Openings
@@ -63,8 +62,14 @@ class Chunk:
 class World:
     """Loaded weights (tokenizers + world transformer); start any number of sessions."""
 
-    def __init__(self, video_ae: VideoAE, audio_ae: AudioAE, model: WorldModel,
-                 text_encoder: TextEncoder | None = None, openings: Openings | None = None):
+    def __init__(
+        self,
+        video_ae: VideoAE,
+        audio_ae: AudioAE,
+        model: WorldModel,
+        text_encoder: TextEncoder | None = None,
+        openings: Openings | None = None,
+    ):
         self.video_ae, self.audio_ae, self.model = video_ae.eval(), audio_ae.eval(), model.eval()
         self.text = text_encoder or TextEncoder()
         self.resolution = 8 * model.config.latent_size
@@ -72,14 +77,20 @@ class World:
         if openings is not None:
             shape = tuple(next(iter(openings.video.values())).shape[2:])
             if shape != (cfg.latent_channels, cfg.latent_size, cfg.latent_size):
-                raise ValueError(f"opening keyframes have latent shape {shape}, the model "
-                                 "expects another: rebuild them with python -m engine.train "
-                                 "openings")
+                raise ValueError(
+                    f"opening keyframes have latent shape {shape}, the model "
+                    "expects another: rebuild them with python -m engine.train "
+                    "openings"
+                )
         self.openings = openings
 
     @classmethod
-    def load(cls, weights_dir: str | Path | None = None, threads: int | None = None,
-             preload_text: bool = False) -> World:
+    def load(
+        cls,
+        weights_dir: str | Path | None = None,
+        threads: int | None = None,
+        preload_text: bool = False,
+    ) -> World:
         """Load the shipped weights (fp16 on disk, fp32 in memory: fp32 is what is fast here)."""
         if threads is not None:
             torch.set_num_threads(threads)
@@ -88,16 +99,19 @@ class World:
         if missing:
             raise FileNotFoundError(f"weights missing in {folder}: {missing}")
         openings = folder / OPENINGS_FILE
-        world = cls(load_checkpoint(folder / "video_ae.pt", VideoAE, VideoAEConfig),
-                    load_checkpoint(folder / "audio_ae.pt", AudioAE, AudioAEConfig),
-                    load_checkpoint(folder / "world.pt", WorldModel, WorldModelConfig),
-                    openings=Openings.load(openings) if openings.exists() else None)
+        world = cls(
+            load_checkpoint(folder / "video_ae.pt", VideoAE, VideoAEConfig),
+            load_checkpoint(folder / "audio_ae.pt", AudioAE, AudioAEConfig),
+            load_checkpoint(folder / "world.pt", WorldModel, WorldModelConfig),
+            openings=Openings.load(openings) if openings.exists() else None,
+        )
         if preload_text:
             world.text.encode(["warm up"])
         return world
 
-    def new_rollout(self, theme: int, image: torch.Tensor | None = None, seed: int = 0,
-                    steps: int | None = None) -> LatentRollout:
+    def new_rollout(
+        self, theme: int, image: torch.Tensor | None = None, seed: int = 0, steps: int | None = None
+    ) -> LatentRollout:
         """A latent rollout as these weights are meant to run (projection per the config):
         sessions, eval and measurements should all build theirs here."""
         project = self.video_ae if self.model.config.project_context else None
@@ -105,11 +119,13 @@ class World:
 
     @property
     def params(self) -> int:
-        return sum(p.numel() for m in (self.video_ae, self.audio_ae, self.model)
-                   for p in m.parameters())
+        return sum(
+            p.numel() for m in (self.video_ae, self.audio_ae, self.model) for p in m.parameters()
+        )
 
-    def start(self, spec=None, *, seed: int = 0, theme: str = THEME_NAMES[0],
-              opening: bool = True) -> Session:
+    def start(
+        self, spec=None, *, seed: int = 0, theme: str = THEME_NAMES[0], opening: bool = True
+    ) -> Session:
         """Start a session from a WorldSpec (or a dict with seed/theme/reference_image).
 
         With `opening` (and an openings file beside the weights) the session's history starts
@@ -165,7 +181,8 @@ class Session:
                 self._yaw += event.yaw
                 self._pitch += event.pitch
             elif isinstance(event, Prompt):
-                self._prompts.append((event.text, embedding))
+                if embedding is not None:  # always set for a Prompt (above)
+                    self._prompts.append((event.text, embedding))
             elif isinstance(event, Image):
                 self._image = picture
             elif isinstance(event, AudioIn):
@@ -178,8 +195,16 @@ class Session:
 
     def _take_inputs(self):
         with self._lock:
-            state = (self._keys, self._yaw, self._pitch, self._loudness, self._onset,
-                     self._prompts[:1], self._image, self._pending_ids)
+            state = (
+                self._keys,
+                self._yaw,
+                self._pitch,
+                self._loudness,
+                self._onset,
+                self._prompts[:1],
+                self._image,
+                self._pending_ids,
+            )
             self._yaw = self._pitch = 0.0
             self._onset = False
             self._prompts = self._prompts[1:]  # one sentence per frame; the rest follow
@@ -195,7 +220,10 @@ class Session:
             raise EventError("session is closed")
         t0 = time.perf_counter()
         first = self.frame_index
-        latents, pictures, audio, answered = [], [], [], []
+        latents: list[torch.Tensor] = []
+        pictures: list[torch.Tensor | None] = []
+        audio: list[torch.Tensor] = []
+        answered: list[int] = []
         length = 1
         while len(latents) < length:
             keys, yaw, pitch, loud, onset, prompts, image, ids = self._take_inputs()
@@ -214,30 +242,40 @@ class Session:
             audio.append(a)
             self.frame_index += 1
         if pictures[0] is not None:  # projection already decoded every frame
-            video = tensor_to_frames(torch.cat(pictures))
+            video = tensor_to_frames(torch.cat([p for p in pictures if p is not None]))
         else:
             video = tensor_to_frames(self.world.video_ae.decode(torch.stack(latents)))
         wave = float_to_int16(self.world.audio_ae.decode(torch.stack(audio)).reshape(-1))
         pts = np.arange(first, self.frame_index, dtype=np.float64) / FPS
         assert wave.size == len(latents) * SAMPLES_PER_FRAME
-        return Chunk(video, wave, pts, first, answered=answered,
-                     gen_ms=(time.perf_counter() - t0) * 1000)
+        return Chunk(
+            video, wave, pts, first, answered=answered, gen_ms=(time.perf_counter() - t0) * 1000
+        )
 
     @torch.inference_mode()
     def prime(self, frames: np.ndarray, audio: np.ndarray | None = None) -> None:
         """Start from known pictures (e.g. a simulator clip): (n, H, W, 3) uint8 frames and
         optional (n, 800) int16 audio become the context, as if generated; idle inputs."""
         frames = np.asarray(frames)
-        if frames.ndim != 4 or frames.shape[1:] != (self.world.resolution,
-                                                    self.world.resolution, 3):
-            raise EventError(f"prime frames must be (n, {self.world.resolution}, "
-                             f"{self.world.resolution}, 3) uint8")
+        if frames.ndim != 4 or frames.shape[1:] != (
+            self.world.resolution,
+            self.world.resolution,
+            3,
+        ):
+            raise EventError(
+                f"prime frames must be (n, {self.world.resolution}, "
+                f"{self.world.resolution}, 3) uint8"
+            )
         z = self.world.video_ae.encode(frames_to_tensor(frames))
-        a = (self.world.audio_ae.encode(int16_to_float(audio)) if audio is not None
-             else torch.zeros(len(frames), self.world.audio_ae.config.latent_dim))
+        a = (
+            self.world.audio_ae.encode(int16_to_float(audio))
+            if audio is not None
+            else torch.zeros(len(frames), self.world.audio_ae.config.latent_dim)
+        )
         for i in range(len(frames)):
-            self.rollout.observe(z[i], a[i], input_features(0, 0, 0, 0, False, False),
-                                 self.frame_index)
+            self.rollout.observe(
+                z[i], a[i], input_features(0, 0, 0, 0, False, False), self.frame_index
+            )
             self.frame_index += 1
 
     @torch.inference_mode()

@@ -38,8 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(result))
         else:
-            print(f"{result['fps']} frames/s at {result['resolution']}x{result['resolution']}"
-                  f" (runs: {result['fps_runs']})")
+            print(
+                f"{result['fps']} frames/s at {result['resolution']}x{result['resolution']}"
+                f" (runs: {result['fps_runs']})"
+            )
         return 0
 
     from .script import ScriptError, load_script, run_script
@@ -47,8 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     from .video import contact_sheet, save_png, write_mp4
 
     try:
-        script = (load_script(args.script) if args.script
-                  else showcase_script(args.seed, args.theme, args.frames))
+        script = (
+            load_script(args.script)
+            if args.script
+            else showcase_script(args.seed, args.theme, args.frames)
+        )
     except ScriptError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -60,9 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     name = f"{script.theme}_seed{script.seed}"
     write_mp4(args.out / f"{name}.mp4", video, sound, scale=args.scale)
     save_png(args.out / f"{name}_sheet.png", contact_sheet(video, count=16, columns=4))
-    print(json.dumps({"mp4": str(args.out / f"{name}.mp4"),
-                      "contact_sheet": str(args.out / f"{name}_sheet.png"),
-                      "frames": len(frames)}))
+    print(
+        json.dumps(
+            {
+                "mp4": str(args.out / f"{name}.mp4"),
+                "contact_sheet": str(args.out / f"{name}_sheet.png"),
+                "frames": len(frames),
+            }
+        )
+    )
     return 0
 
 

@@ -66,13 +66,17 @@ def build_audio_bank(theme: Theme, rng: np.random.Generator) -> AudioBank:
     n = LOOP_FRAMES * SAMPLES_PER_FRAME
     t = np.arange(n, dtype=np.float32) / SAMPLE_RATE
     slow = 0.6 + 0.4 * np.sin(2 * np.pi * t / 3.0)  # one cycle per loop: seamless
-    drone = (np.sin(2 * np.pi * theme.ambient_hz * t) + 0.5 * np.sin(3 * np.pi * theme.ambient_hz
-                                                                     * t)) * slow
+    drone = (
+        np.sin(2 * np.pi * theme.ambient_hz * t) + 0.5 * np.sin(3 * np.pi * theme.ambient_hz * t)
+    ) * slow
     bed = _periodic_lowpass(rng.standard_normal(n), 400.0)
     loops = {
         "ambient": _normalize(drone, 0.05) + _normalize(bed, 0.06 * theme.ambient_noise),
-        "wind": _normalize(_periodic_lowpass(rng.standard_normal(n), 700.0) * (
-            0.5 + 0.5 * np.sin(2 * np.pi * 2 * t / 3.0) ** 2), 0.18),
+        "wind": _normalize(
+            _periodic_lowpass(rng.standard_normal(n), 700.0)
+            * (0.5 + 0.5 * np.sin(2 * np.pi * 2 * t / 3.0) ** 2),
+            0.18,
+        ),
     }
     hiss = rng.standard_normal(n)
     hiss = hiss - _periodic_lowpass(hiss, 2500.0)  # high-passed: rain is bright hiss
@@ -94,18 +98,26 @@ def build_audio_bank(theme: Theme, rng: np.random.Generator) -> AudioBank:
     grains["step_grass"] = _normalize(soft, 0.55)
     click = rng.standard_normal(step // 2) * _envelope(step // 2, 5, 60)
     knock = np.sin(2 * np.pi * 1100 * np.arange(step // 2) / SAMPLE_RATE) * _envelope(
-        step // 2, 5, 120)
+        step // 2, 5, 120
+    )
     grains["step_rock"] = _normalize(click + 0.8 * knock, 0.6)
-    grains["step_sand"] = _normalize(_lowpass(rng.standard_normal(step), 0.85) * _envelope(
-        step, 60, 500), 0.45)
+    grains["step_sand"] = _normalize(
+        _lowpass(rng.standard_normal(step), 0.85) * _envelope(step, 60, 500), 0.45
+    )
     crunch = rng.standard_normal(step) * (rng.random(step) < 0.3) * _envelope(step, 30, 500)
     grains["step_snow"] = _normalize(_lowpass(crunch, 0.3), 0.5)
     grains["call_ask"] = _normalize(_chirp(600, 1100, 0.35, rng), 0.35)
-    grains["call_happy"] = _normalize(np.concatenate(
-        [_chirp(900, 1500, 0.12, rng), np.zeros(800, np.float32), _chirp(1000, 1700, 0.12, rng)]),
-        0.35)
-    grains["call_greet"] = _normalize(_chirp(800, 1600, 0.3, rng) * (1 + np.sin(
-        np.arange(int(0.3 * SAMPLE_RATE)) * 2 * np.pi * 12 / SAMPLE_RATE)), 0.35)
+    grains["call_happy"] = _normalize(
+        np.concatenate(
+            [_chirp(900, 1500, 0.12, rng), np.zeros(800, np.float32), _chirp(1000, 1700, 0.12, rng)]
+        ),
+        0.35,
+    )
+    grains["call_greet"] = _normalize(
+        _chirp(800, 1600, 0.3, rng)
+        * (1 + np.sin(np.arange(int(0.3 * SAMPLE_RATE)) * 2 * np.pi * 12 / SAMPLE_RATE)),
+        0.35,
+    )
     grains["call_scared"] = _normalize(_chirp(1500, 450, 0.4, rng), 0.4)
     grains["call_startle"] = _normalize(_chirp(1800, 2400, 0.15, rng), 0.45)
     chime_n = int(0.5 * SAMPLE_RATE)
@@ -145,7 +157,7 @@ class AudioMixer:
         start = (frame_index % LOOP_FRAMES) * SAMPLES_PER_FRAME
         end = start + SAMPLES_PER_FRAME
         loops = self.bank.loops
-        out = loops["ambient"][start:end] * np.float32(gains.ambient)
+        out: np.ndarray = loops["ambient"][start:end] * np.float32(gains.ambient)
         for name in ("wind", "rain", "fire"):
             gain = getattr(gains, name)
             if gain > 0:

@@ -11,8 +11,13 @@ from .showcase import showcase_script
 from .world import SimWorld
 
 
-def bench(resolution: int = 128, frames: int = 400, repeats: int = 5, seed: int = 0,
-          theme: str = "ember_forest") -> dict:
+def bench(
+    resolution: int = 128,
+    frames: int = 400,
+    repeats: int = 5,
+    seed: int = 0,
+    theme: str = "ember_forest",
+) -> dict:
     script = showcase_script(seed, theme, frames)
     inputs = script.frame_inputs()
     world = SimWorld(script.world_spec(resolution))
@@ -38,6 +43,7 @@ def bench(resolution: int = 128, frames: int = 400, repeats: int = 5, seed: int 
         "repeats": repeats,
         "includes": "render+audio+labels via SimWorld.step, showcase script",
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-        "cpu_affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+        "cpu_affinity": sorted(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
         else None,
     }

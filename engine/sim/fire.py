@@ -41,9 +41,9 @@ class FireField:
         ignited = np.zeros(0, np.int64)
         if not wet:
             ys, xs = active >> 8, active & MAP_MASK
-            near = np.concatenate([
-                (((ys + dy) & MAP_MASK) << 8) | ((xs + dx) & MAP_MASK) for dx, dy in _NEIGHBOURS
-            ])
+            near = np.concatenate(
+                [(((ys + dy) & MAP_MASK) << 8) | ((xs + dx) & MAP_MASK) for dx, dy in _NEIGHBOURS]
+            )
             near = near[self.fuel[near]]
             near = near[rng.random(near.size) < SPREAD_PROBABILITY]
             ignited = self.ignite(near, rng)
@@ -55,7 +55,7 @@ class FireField:
         """Coarse (grid*grid,) glow from burning cells, blurred so light spills around fire."""
         ys, xs = self.active >> 8, self.active & MAP_MASK
         counts = np.bincount(((ys >> shift) * grid + (xs >> shift)), minlength=grid * grid)
-        glow = counts.reshape(grid, grid).astype(np.float32)
+        glow: np.ndarray = counts.reshape(grid, grid).astype(np.float32)
         for _ in range(2):
             glow = (glow + np.roll(glow, 1, 0) + np.roll(glow, -1, 0)) / 3
             glow = (glow + np.roll(glow, 1, 1) + np.roll(glow, -1, 1)) / 3

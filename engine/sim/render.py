@@ -98,11 +98,27 @@ class Renderer:
         self.last_cells: np.ndarray | None = None  # (slices, W) map cell of each terrain sample
         self.pano_cols = np.arange(size, dtype=np.int32)
         rng = np.random.default_rng(seed)
-        self.rain = _streaks(rng, size, count=size * 3 // 4, length=max(3, size // 16),
-                             slant=0.25, speed=size // 6, colour=(190, 200, 225), alpha=0.55)
-        self.snow = _streaks(rng, size, count=size * 2 // 3, length=max(1, size // 64),
-                             slant=0.08, speed=max(1, size // 48), colour=(250, 250, 255),
-                             alpha=0.9, width=max(1, size // 64))
+        self.rain = _streaks(
+            rng,
+            size,
+            count=size * 3 // 4,
+            length=max(3, size // 16),
+            slant=0.25,
+            speed=size // 6,
+            colour=(190, 200, 225),
+            alpha=0.55,
+        )
+        self.snow = _streaks(
+            rng,
+            size,
+            count=size * 2 // 3,
+            length=max(1, size // 64),
+            slant=0.08,
+            speed=max(1, size // 48),
+            colour=(250, 250, 255),
+            alpha=0.9,
+            width=max(1, size // 64),
+        )
 
     @property
     def slices(self) -> int:
@@ -114,8 +130,13 @@ class Renderer:
             self.pano_key = key
 
     def render(
-        self, cam: Camera, maps: SceneMaps, lighting: Lighting, billboards: list[Billboard],
-        weather: str, frame_index: int,
+        self,
+        cam: Camera,
+        maps: SceneMaps,
+        lighting: Lighting,
+        billboards: list[Billboard],
+        weather: str,
+        frame_index: int,
     ) -> tuple[np.ndarray, set[int]]:
         """Return the (H, W, 3) uint8 frame and the keys of billboards that drew pixels."""
         size = self.size
@@ -135,7 +156,8 @@ class Renderer:
 
         heights = np.take(maps.height, flat)  # np.take: ~3x faster than fancy indexing
         screen_y = (np.float32(cam.height) - heights) * self.inv_depth[:n_slices] + np.float32(
-            horizon)
+            horizon
+        )
         rows = np.clip(screen_y, -1, size).astype(np.int32)
         np.maximum(rows, 0, out=rows)
         top = np.minimum.accumulate(rows, axis=0)
@@ -147,8 +169,13 @@ class Renderer:
         colour = np.take(maps.lit_colour, flat, axis=0)
         water = np.take(maps.water, flat)
         t = frame_index * 0.35
-        colour += (water * (self.shimmer_sin[:n_slices] * np.float32(np.cos(t))
-                            + self.shimmer_cos[:n_slices] * np.float32(np.sin(t))))[..., None]
+        colour += (
+            water
+            * (
+                self.shimmer_sin[:n_slices] * np.float32(np.cos(t))
+                + self.shimmer_cos[:n_slices] * np.float32(np.sin(t))
+            )
+        )[..., None]
         if maps.light is not None:
             light = np.take(maps.light, ((ys >> LIGHT_SHIFT) << 6) | (xs >> LIGHT_SHIFT))
             colour += light[..., None] * light_rgb
@@ -162,13 +189,15 @@ class Renderer:
         markers = self.markers
         markers.fill(-1)
         markers[top[visible], self.columns[:n_slices][visible]] = self.table_index[:n_slices][
-            visible]
+            visible
+        ]
         marker_row = np.where(markers >= 0, self.marker_rows, -1)
         np.maximum.accumulate(marker_row, axis=0, out=marker_row)
         marker_row = marker_row[:size]
         terrain_index = np.take(markers, marker_row * size + self.pixel_cols)
-        pano_row = np.clip(self.rows - int(round(horizon)) + self.pano_height // 2, 0,
-                           self.pano_height - 1)
+        pano_row = np.clip(
+            self.rows - int(round(horizon)) + self.pano_height // 2, 0, self.pano_height - 1
+        )
         yaw_px = int(round(cam.yaw / (2 * np.pi) * self.pano_width))
         pano_col = (self.pano_cols + yaw_px) % self.pano_width
         sky_index = self.slices * size + pano_row * self.pano_width + pano_col

@@ -108,8 +108,9 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def parse_script(data: str | bytes | dict[str, Any], base_dir: Path | None = None,
-                 strict_prompts: bool = False) -> EpisodeScript:
+def parse_script(
+    data: str | bytes | dict[str, Any], base_dir: Path | None = None, strict_prompts: bool = False
+) -> EpisodeScript:
     """Validate a script (JSON text or parsed dict). `strict_prompts` rejects unknown text."""
     if isinstance(data, str | bytes):
         try:
@@ -140,11 +141,13 @@ def parse_script(data: str | bytes | dict[str, Any], base_dir: Path | None = Non
     raw_inputs = data.get("inputs", [])
     if not isinstance(raw_inputs, list):
         raise ScriptError("inputs must be a list")
-    inputs = [_check_input(i, item, frames, base_dir, strict_prompts)
-              for i, item in enumerate(raw_inputs)]
+    inputs = [
+        _check_input(i, item, frames, base_dir, strict_prompts) for i, item in enumerate(raw_inputs)
+    ]
     inputs.sort(key=lambda item: item["t"])  # stable: same-frame inputs keep their order
-    return EpisodeScript(data["seed"], data["theme"], frames, inputs, reference, resolution,
-                         base_dir)
+    return EpisodeScript(
+        data["seed"], data["theme"], frames, inputs, reference, resolution, base_dir
+    )
 
 
 def _check_image(spec: Any, where: str, base_dir: Path | None) -> None:
@@ -154,8 +157,9 @@ def _check_image(spec: Any, where: str, base_dir: Path | None) -> None:
         raise ScriptError(f"{where}: {exc}") from exc
 
 
-def _check_input(index: int, item: Any, frames: int, base_dir: Path | None,
-                 strict_prompts: bool) -> dict[str, Any]:
+def _check_input(
+    index: int, item: Any, frames: int, base_dir: Path | None, strict_prompts: bool
+) -> dict[str, Any]:
     where = f"inputs[{index}]"
     if not isinstance(item, dict):
         raise ScriptError(f"{where}: each input must be an object")
@@ -195,7 +199,7 @@ def _check_input(index: int, item: Any, frames: int, base_dir: Path | None,
             raise ScriptError(f"{where}.text: names no known event: {item['text']!r}")
     elif kind == "audio":
         loud = item.get("loudness")
-        if not _is_number(loud) or not 0 <= loud <= 1:
+        if not isinstance(loud, int | float) or not _is_number(loud) or not 0 <= loud <= 1:
             raise ScriptError(f"{where}.loudness: must be a number in [0, 1]")
         if "onset" in item and not isinstance(item["onset"], bool):
             raise ScriptError(f"{where}.onset: must be true or false")

@@ -35,8 +35,9 @@ _TOUR = (
 )
 
 
-def showcase_script(seed: int = 0, theme: str = "ember_forest", frames: int = 400,
-                    reference_image=None) -> EpisodeScript:
+def showcase_script(
+    seed: int = 0, theme: str = "ember_forest", frames: int = 400, reference_image=None
+) -> EpisodeScript:
     inputs = [{"t": min(frames - 1, int(frac * frames)), **item} for frac, item in _TOUR]
     data = {"seed": seed, "theme": theme, "frames": frames, "inputs": inputs}
     if reference_image is not None:

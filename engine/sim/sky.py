@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from .themes import Theme
 
 RAINBOW_BANDS = np.array(
-    [(255, 40, 40), (255, 150, 30), (255, 240, 40), (60, 220, 60), (50, 120, 255),
-     (140, 60, 220)], np.float32)
+    [(255, 40, 40), (255, 150, 30), (255, 240, 40), (60, 220, 60), (50, 120, 255), (140, 60, 220)],
+    np.float32,
+)
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,11 @@ def atmosphere(theme: Theme, weather: str, time_of_day: str) -> Atmosphere:
     grey = np.array([150.0, 155.0, 165.0])
     if weather in ("rain", "snow"):
         w = 0.65 if weather == "rain" else 0.5
-        top, horizon, fog = (1 - w) * top + w * grey * 0.8, (1 - w) * horizon + w * grey, (
-            1 - w) * fog + w * grey
+        top, horizon, fog = (
+            (1 - w) * top + w * grey * 0.8,
+            (1 - w) * horizon + w * grey,
+            (1 - w) * fog + w * grey,
+        )
     elif weather == "fog":
         top = horizon = fog = 0.3 * fog + 0.7 * np.array([200.0, 200.0, 205.0])
     if time_of_day == "dusk":
@@ -50,12 +55,17 @@ def atmosphere(theme: Theme, weather: str, time_of_day: str) -> Atmosphere:
     elif time_of_day == "night":
         top, horizon, fog = top * 0.12 + [2, 3, 15], horizon * 0.18 + [8, 10, 30], fog * 0.15
     return Atmosphere(
-        ambient=tuple(float(v) for v in tint),
-        fog_rgb=tuple(float(v) for v in fog),
+        ambient=_rgb(tint),
+        fog_rgb=_rgb(fog),
         fog_distance=theme.fog_distance * _WEATHER_FOG[weather],
-        sky_top=tuple(float(v) for v in top),
-        sky_horizon=tuple(float(v) for v in horizon),
+        sky_top=_rgb(top),
+        sky_horizon=_rgb(horizon),
     )
+
+
+def _rgb(colour: Any) -> tuple[float, float, float]:
+    red, green, blue = (float(v) for v in colour)
+    return red, green, blue
 
 
 RAINBOW_CENTRE = 0.15  # of the panorama's width: the rainbow stands at a fixed heading
@@ -68,8 +78,7 @@ def rainbow_arc(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
     px_per_rad = width / (2 * np.pi)
     centre_u, centre_v = RAINBOW_CENTRE * width, height / 2 + 0.1 * px_per_rad
     dist = np.sqrt((u - centre_u) ** 2 + (v - centre_v) ** 2) / px_per_rad  # radians
-    dist = np.minimum(dist, np.sqrt((u - centre_u - width) ** 2 + (v - centre_v) ** 2)
-                      / px_per_rad)
+    dist = np.minimum(dist, np.sqrt((u - centre_u - width) ** 2 + (v - centre_v) ** 2) / px_per_rad)
     band = ((0.8 - dist) / 0.025).astype(np.int32)
     below = np.arange(height) >= height / 2
     arc = (band >= 0) & (band < len(RAINBOW_BANDS)) & ~below[:, None]
@@ -78,7 +87,12 @@ def rainbow_arc(width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build_panorama(
-    atmo: Atmosphere, time_of_day: str, weather: str, rainbow: bool, width: int, height: int,
+    atmo: Atmosphere,
+    time_of_day: str,
+    weather: str,
+    rainbow: bool,
+    width: int,
+    height: int,
     seed: int,
 ) -> np.ndarray:
     """(height, width, 3) uint8; the horizon sits at row height // 2, 0 rad at column 0."""

@@ -80,8 +80,10 @@ def generate_terrain(theme: Theme, rng: np.random.Generator) -> Terrain:
     water_height = water_level * theme.height_scale
     ground = np.maximum(ground, water_height).astype(np.float32)
 
-    slope = np.hypot(np.roll(ground, -1, 1) - np.roll(ground, 1, 1),
-                     np.roll(ground, -1, 0) - np.roll(ground, 1, 0))
+    slope = np.hypot(
+        np.roll(ground, -1, 1) - np.roll(ground, 1, 1),
+        np.roll(ground, -1, 0) - np.roll(ground, 1, 0),
+    )
     material = np.full((n, n), GROUND, np.uint8)
     material[(relief > theme.rock_level) | (slope > 3.2)] = ROCK
     material[(relief >= water_level) & (relief < water_level + 0.025)] = SHORE
@@ -101,11 +103,21 @@ def generate_terrain(theme: Theme, rng: np.random.Generator) -> Terrain:
         material.ravel()[covered] = TREE
     blocked |= material == TREE  # the whole canopy: standing inside one hides the view
 
-    light = np.roll(height, 1, 1) - np.roll(height, -1, 1) + 0.6 * (
-        np.roll(height, 1, 0) - np.roll(height, -1, 0))
+    light = (
+        np.roll(height, 1, 1)
+        - np.roll(height, -1, 1)
+        + 0.6 * (np.roll(height, 1, 0) - np.roll(height, -1, 0))
+    )
     shade = np.clip(1.0 + 0.09 * light, 0.55, 1.35) * (0.92 + 0.16 * rng.random((n, n)))
-    return Terrain(ground, height.astype(np.float32), material, blocked, float(water_height),
-                   np.stack([xs, ys], 1), shade.astype(np.float32))
+    return Terrain(
+        ground,
+        height.astype(np.float32),
+        material,
+        blocked,
+        float(water_height),
+        np.stack([xs, ys], 1),
+        shade.astype(np.float32),
+    )
 
 
 def albedo_map(terrain: Terrain, theme: Theme) -> np.ndarray:

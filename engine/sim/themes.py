@@ -1,4 +1,4 @@
-"""The gallery themes: palettes, terrain shape and ambient sound character."""
+"""How the simulator draws each theme: palettes, terrain shape and ambient sound character."""
 
 from __future__ import annotations
 
@@ -34,24 +34,124 @@ class Theme:
 
 
 THEMES: tuple[Theme, ...] = (
-    Theme("ember_forest", (60, 25, 50), (240, 140, 80), (170, 100, 80), (125, 100, 45), "grass",
-          (95, 80, 75), (160, 130, 80), (40, 70, 110), (150, 35, 30), (60, 35, 25),
-          0.22, 34.0, 2.1, 0.012, 0.78, 150.0, 110.0, 0.25, 0.3),
-    Theme("frost_valley", (90, 140, 210), (215, 232, 245), (200, 215, 230), (225, 232, 240),
-          "snow", (110, 115, 130), (180, 190, 205), (60, 110, 170), (30, 80, 70),
-          (70, 60, 55), 0.25, 40.0, 2.0, 0.008, 0.72, 160.0, 196.0, 0.2, 0.6),
-    Theme("desert_canyon", (60, 120, 200), (240, 200, 150), (220, 180, 140), (215, 160, 90),
-          "sand", (170, 80, 50), (230, 200, 140), (40, 140, 150), (80, 140, 60),
-          (110, 80, 50), 0.12, 48.0, 2.4, 0.003, 0.55, 170.0, 147.0, 0.15, 0.5, terraces=5),
-    Theme("neon_night", (10, 5, 35), (80, 20, 110), (40, 10, 60), (35, 20, 70), "grass",
-          (60, 60, 90), (90, 40, 120), (10, 40, 80), (0, 230, 200), (200, 30, 200),
-          0.2, 30.0, 2.2, 0.008, 0.8, 140.0, 55.0, 0.1, 0.2, 0.6),
-    Theme("misty_coast", (120, 140, 150), (200, 210, 210), (180, 190, 190), (90, 140, 80),
-          "grass", (120, 120, 115), (200, 190, 150), (50, 90, 110), (40, 90, 60),
-          (70, 55, 45), 0.42, 30.0, 1.9, 0.008, 0.85, 90.0, 82.0, 0.45, 0.8),
+    Theme(
+        "ember_forest",
+        (60, 25, 50),
+        (240, 140, 80),
+        (170, 100, 80),
+        (125, 100, 45),
+        "grass",
+        (95, 80, 75),
+        (160, 130, 80),
+        (40, 70, 110),
+        (150, 35, 30),
+        (60, 35, 25),
+        0.22,
+        34.0,
+        2.1,
+        0.012,
+        0.78,
+        150.0,
+        110.0,
+        0.25,
+        0.3,
+    ),
+    Theme(
+        "frost_valley",
+        (90, 140, 210),
+        (215, 232, 245),
+        (200, 215, 230),
+        (225, 232, 240),
+        "snow",
+        (110, 115, 130),
+        (180, 190, 205),
+        (60, 110, 170),
+        (30, 80, 70),
+        (70, 60, 55),
+        0.25,
+        40.0,
+        2.0,
+        0.008,
+        0.72,
+        160.0,
+        196.0,
+        0.2,
+        0.6,
+    ),
+    Theme(
+        "desert_canyon",
+        (60, 120, 200),
+        (240, 200, 150),
+        (220, 180, 140),
+        (215, 160, 90),
+        "sand",
+        (170, 80, 50),
+        (230, 200, 140),
+        (40, 140, 150),
+        (80, 140, 60),
+        (110, 80, 50),
+        0.12,
+        48.0,
+        2.4,
+        0.003,
+        0.55,
+        170.0,
+        147.0,
+        0.15,
+        0.5,
+        terraces=5,
+    ),
+    Theme(
+        "neon_night",
+        (10, 5, 35),
+        (80, 20, 110),
+        (40, 10, 60),
+        (35, 20, 70),
+        "grass",
+        (60, 60, 90),
+        (90, 40, 120),
+        (10, 40, 80),
+        (0, 230, 200),
+        (200, 30, 200),
+        0.2,
+        30.0,
+        2.2,
+        0.008,
+        0.8,
+        140.0,
+        55.0,
+        0.1,
+        0.2,
+        0.6,
+    ),
+    Theme(
+        "misty_coast",
+        (120, 140, 150),
+        (200, 210, 210),
+        (180, 190, 190),
+        (90, 140, 80),
+        "grass",
+        (120, 120, 115),
+        (200, 190, 150),
+        (50, 90, 110),
+        (40, 90, 60),
+        (70, 55, 45),
+        0.42,
+        30.0,
+        1.9,
+        0.008,
+        0.85,
+        90.0,
+        82.0,
+        0.45,
+        0.8,
+    ),
 )
 
 THEME_NAMES: tuple[str, ...] = tuple(t.name for t in THEMES)
+# The theme registry is engine.spec.THEMES (names, labels, card colours, suggested prompts);
+# this module adds how the simulator draws each one, in the same order
+# (tests/engine/test_spec.py keeps the two in step).
 THEME_IDS: dict[str, int] = {t.name: i for i, t in enumerate(THEMES)}
 
 
@@ -63,7 +163,10 @@ def get_theme(name: str) -> Theme:
 
 
 def _mix(a: RGB, b: RGB, weight: float) -> RGB:
-    return tuple(int(round((1 - weight) * x + weight * y)) for x, y in zip(a, b, strict=True))
+    red, green, blue = (
+        int(round((1 - weight) * x + weight * y)) for x, y in zip(a, b, strict=True)
+    )
+    return red, green, blue
 
 
 def apply_palette(theme: Theme, palette: dict[str, RGB], weight: float = 0.8) -> Theme:

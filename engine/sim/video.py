@@ -43,11 +43,12 @@ def write_mp4(path: Path, frames: np.ndarray, audio: np.ndarray, scale: int = 2)
                 container.mux(packet)
 
 
-def contact_sheet(frames: np.ndarray, count: int = 16, columns: int = 4,
-                  indices: Sequence[int] | None = None) -> np.ndarray:
+def contact_sheet(
+    frames: np.ndarray, count: int = 16, columns: int = 4, indices: Sequence[int] | None = None
+) -> np.ndarray:
     """Tile `count` evenly spaced frames (or the given indices) into one image."""
     if indices is None:
-        indices = np.linspace(0, len(frames) - 1, min(count, len(frames))).astype(int)
+        indices = np.linspace(0, len(frames) - 1, min(count, len(frames))).astype(int).tolist()
     tiles = [frames[i] for i in indices]
     rows = -(-len(tiles) // columns)
     h, w = frames.shape[1:3]

@@ -14,14 +14,16 @@ import numpy as np
 from .constants import OBJECT_KINDS
 from .sky import RAINBOW_CENTRE, rainbow_arc
 
-VIEW_DTYPE = np.dtype([
-    ("rainbow_pixels", np.int32),  # pixels of the rainbow's arc shown (not hidden by terrain)
-    ("flame_pixels", np.int32),  # terrain pixels showing a burning cell
-    ("fire_gain", np.float32),  # the fire crackle's loudness (0 = inaudible, 1 = full)
-    ("creature_px", np.float32),  # the creature's height on screen (0 when not drawn)
-    ("creature_box", np.int16, (4,)),  # x0, y0, x1, y1 of creature + mood icon, -1 if not drawn
-    ("object_px", np.float32, (len(OBJECT_KINDS),)),  # tallest drawn object of each kind
-])
+VIEW_DTYPE = np.dtype(
+    [
+        ("rainbow_pixels", np.int32),  # pixels of the rainbow's arc shown (not hidden by terrain)
+        ("flame_pixels", np.int32),  # terrain pixels showing a burning cell
+        ("fire_gain", np.float32),  # the fire crackle's loudness (0 = inaudible, 1 = full)
+        ("creature_px", np.float32),  # the creature's height on screen (0 when not drawn)
+        ("creature_box", np.int16, (4,)),  # x0, y0, x1, y1 of creature + mood icon, -1 if not drawn
+        ("object_px", np.float32, (len(OBJECT_KINDS),)),  # tallest drawn object of each kind
+    ]
+)
 
 
 def rainbow_heading() -> float:
@@ -51,8 +53,12 @@ def view_labels(world) -> np.void:
     if box is not None and CREATURE_KEY in labels_drawn:
         record["creature_px"] = box[3] - box[1]
         icon = boxes.get(ICON_KEY, box)
-        record["creature_box"] = (min(box[0], icon[0]), min(box[1], icon[1]),
-                                  max(box[2], icon[2]), max(box[3], icon[3]))
+        record["creature_box"] = (
+            min(box[0], icon[0]),
+            min(box[1], icon[1]),
+            max(box[2], icon[2]),
+            max(box[3], icon[3]),
+        )
     else:
         record["creature_box"] = -1
     object_px = np.zeros(len(OBJECT_KINDS), np.float32)

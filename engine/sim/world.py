@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -149,15 +149,15 @@ class SimWorld:
         self.eye_ground = t.height_at(self.x, self.y)
         cx, cy = self._clear_point(self.x + 16 * np.cos(self.yaw), self.y + 16 * np.sin(self.yaw))
         self.creature = Creature(CreatureState(cx, cy, cx, cy), t, self.blocked)
-        self.mixer = AudioMixer(build_audio_bank(self.base_theme, np.random.default_rng(
-            audio_seq)))
+        self.mixer = AudioMixer(build_audio_bank(self.base_theme, np.random.default_rng(audio_seq)))
 
     def _find_start(self) -> tuple[float, float]:
         for _ in range(2000):
             x, y = self.rng.uniform(0, MAP_SIZE, 2)
             cx, cy = int(x), int(y)
             window = self.blocked.take(range(cy - 4, cy + 5), 0, mode="wrap").take(
-                range(cx - 4, cx + 5), 1, mode="wrap")
+                range(cx - 4, cx + 5), 1, mode="wrap"
+            )
             if not window.any() and self.material[cy * MAP_SIZE + cx] == GROUND:
                 return cx + 0.5, cy + 0.5
         raise RuntimeError("no free start cell")  # pragma: no cover - every theme has grass
@@ -211,8 +211,15 @@ class SimWorld:
         key = (self.theme, self.weather, self.time_of_day, self.rainbow)
         if key != self.renderer.pano_key:
             r = self.renderer
-            pano = build_panorama(self.atmo, self.time_of_day, self.weather, self.rainbow,
-                                  r.pano_width, r.pano_height, self.spec.seed)
+            pano = build_panorama(
+                self.atmo,
+                self.time_of_day,
+                self.weather,
+                self.rainbow,
+                r.pano_width,
+                r.pano_height,
+                self.spec.seed,
+            )
             r.set_panorama(key, pano)
 
     # -- events ----------------------------------------------------------------------------
@@ -244,14 +251,15 @@ class SimWorld:
 
     def _ahead(self, distance: float) -> tuple[float, float]:
         return (self.x + distance * np.cos(self.yaw)) % MAP_SIZE, (
-            self.y + distance * np.sin(self.yaw)) % MAP_SIZE
+            self.y + distance * np.sin(self.yaw)
+        ) % MAP_SIZE
 
     def _cast_fire(self) -> None:
         fx, fy = self._ahead(FIRE_CAST_DISTANCE)
         r = int(np.ceil(FIRE_CAST_RADIUS))
         dy, dx = np.mgrid[-r : r + 1, -r : r + 1]
         disc = dx**2 + dy**2 <= FIRE_CAST_RADIUS**2
-        cells = ((((int(fy) + dy[disc]) & MAP_MASK) << 8) | ((int(fx) + dx[disc]) & MAP_MASK))
+        cells = (((int(fy) + dy[disc]) & MAP_MASK) << 8) | ((int(fx) + dx[disc]) & MAP_MASK)
         ignited = self.fire.ignite(cells.astype(np.int64), self.rng)
         self._burn(ignited, np.zeros(0, np.int64))
         self.mixer.trigger("chime")
@@ -303,7 +311,7 @@ class SimWorld:
             cell = ((int(y) >> LIGHT_SHIFT) * LIGHT_GRID) + (int(x) >> LIGHT_SHIFT)
             bump = np.zeros(LIGHT_GRID * LIGHT_GRID, np.float32)
             bump[cell] = 1.0
-            glow = bump.reshape(LIGHT_GRID, LIGHT_GRID)
+            glow: np.ndarray = bump.reshape(LIGHT_GRID, LIGHT_GRID)
             for _ in range(2):
                 glow = (glow + np.roll(glow, 1, 0) + np.roll(glow, -1, 0)) / 3
                 glow = (glow + np.roll(glow, 1, 1) + np.roll(glow, -1, 1)) / 3
@@ -328,8 +336,11 @@ class SimWorld:
         if inputs.audio is not None:
             self.loudness = float(np.clip(inputs.audio.loudness, 0.0, 1.0))
             self.onset = bool(inputs.audio.onset)
-            if (self.onset and self.loudness >= CLAP_LOUDNESS
-                    and self.creature.distance_to(self.x, self.y) < CLAP_RADIUS):
+            if (
+                self.onset
+                and self.loudness >= CLAP_LOUDNESS
+                and self.creature.distance_to(self.x, self.y) < CLAP_RADIUS
+            ):
                 self.mixer.trigger("call_" + self.creature.startle())
 
         stepped = self._move(inputs)
@@ -356,10 +367,15 @@ class SimWorld:
         bits = C.KEY_BITS
         turn = bool(keys & bits["RIGHT"]) - bool(keys & bits["LEFT"])
         self.yaw += inputs.yaw + TURN_RATE * turn
-        self.pitch = float(np.clip(
-            self.pitch + inputs.pitch + PITCH_RATE * (bool(keys & bits["UP"])
-                                                      - bool(keys & bits["DOWN"])),
-            -PITCH_LIMIT, PITCH_LIMIT))
+        self.pitch = float(
+            np.clip(
+                self.pitch
+                + inputs.pitch
+                + PITCH_RATE * (bool(keys & bits["UP"]) - bool(keys & bits["DOWN"])),
+                -PITCH_LIMIT,
+                PITCH_LIMIT,
+            )
+        )
         forward = bool(keys & bits["W"]) - bool(keys & bits["S"])
         strafe = bool(keys & bits["D"]) - bool(keys & bits["A"])
         moved = 0.0
@@ -405,12 +421,16 @@ class SimWorld:
         if self.fire.burning or self.objects and self.lantern_light.any():
             flicker = 0.85 + 0.3 * self.rng.random() if self.fire.burning else 1.0
             light = self.fire_light * flicker + self.lantern_light * (0.5 + self.loudness)
-        lighting = Lighting(self.ambient, np.asarray(self.atmo.fog_rgb, np.float32),
-                            self.atmo.fog_distance,
-                            np.array([255, 140, 50], np.float32) * 0.8 * strength)
+        lighting = Lighting(
+            self.ambient,
+            np.asarray(self.atmo.fog_rgb, np.float32),
+            self.atmo.fog_distance,
+            np.array([255, 140, 50], np.float32) * 0.8 * strength,
+        )
         maps = SceneMaps(self.height, self.lit, self.water, light)
-        return self.renderer.render(self.camera(), maps, lighting, self._billboards(),
-                                    self.weather, self.frame_index)
+        return self.renderer.render(
+            self.camera(), maps, lighting, self._billboards(), self.weather, self.frame_index
+        )
 
     def _billboards(self) -> list[Billboard]:
         boards = []
@@ -418,23 +438,46 @@ class SimWorld:
         flap = (self.frame_index // 4) % 2
         for i, obj in enumerate(self.objects):
             frames = self.sprites.objects[obj.kind]
-            boards.append(Billboard(i, obj.x, obj.y, obj.base, OBJECT_SHAPES[obj.kind],
-                                    frames[flap % len(frames)],
-                                    glow if obj.kind == "lantern" else 1.0))
+            boards.append(
+                Billboard(
+                    i,
+                    obj.x,
+                    obj.y,
+                    obj.base,
+                    OBJECT_SHAPES[obj.kind],
+                    frames[flap % len(frames)],
+                    glow if obj.kind == "lantern" else 1.0,
+                )
+            )
         s = self.creature.state
         x, y = s.x, s.y
         if s.mood in ("afraid", "startled"):
             x += 0.12 * np.sin(self.frame_index * 2.7)
         base = float(self.ground_flat[(int(y) & MAP_MASK) << 8 | (int(x) & MAP_MASK)])
-        boards.append(Billboard(CREATURE_KEY, x, y, base, CREATURE_SHAPE,
-                                self.sprites.creature[s.look], lift=s.hop))
+        boards.append(
+            Billboard(
+                CREATURE_KEY, x, y, base, CREATURE_SHAPE, self.sprites.creature[s.look], lift=s.hop
+            )
+        )
         icon = s.mood if s.mood in ("curious", "happy", "afraid", "startled") else None
         if icon:
-            boards.append(Billboard(ICON_KEY, x, y, base, ICON_SHAPE, self.sprites.icons[icon],
-                                    lift=s.hop + CREATURE_SHAPE.height + 0.15))
+            boards.append(
+                Billboard(
+                    ICON_KEY,
+                    x,
+                    y,
+                    base,
+                    ICON_SHAPE,
+                    self.sprites.icons[icon],
+                    lift=s.hop + CREATURE_SHAPE.height + 0.15,
+                )
+            )
         if s.gift_timer > 0 and s.gift:
-            boards.append(Billboard(GIFT_KEY, x + 0.6, y, base, GIFT_SHAPE,
-                                    self.sprites.icons[s.gift], lift=0.8))
+            boards.append(
+                Billboard(
+                    GIFT_KEY, x + 0.6, y, base, GIFT_SHAPE, self.sprites.icons[s.gift], lift=0.8
+                )
+            )
         return boards
 
     def _audio_gains(self) -> AudioGains:
@@ -456,19 +499,36 @@ class SimWorld:
         s = self.creature.state
         record = np.zeros((), LABEL_DTYPE)
         record[()] = (
-            inputs.keys, inputs.yaw, inputs.pitch,
-            C.WEATHERS.index(self.weather), C.TIMES_OF_DAY.index(self.time_of_day),
-            self.fire.burning, self.fire.active.size, self.rainbow,
-            objects_present, objects_in_view,
-            C.CREATURE_MOODS.index(s.mood), C.RELATIONSHIPS.index(s.relationship),
-            CREATURE_KEY in drawn, self.creature.distance_to(self.x, self.y),
-            C.COMPANION_LOOKS.index(s.look), self.theme_id,
+            inputs.keys,
+            inputs.yaw,
+            inputs.pitch,
+            C.WEATHERS.index(self.weather),
+            C.TIMES_OF_DAY.index(self.time_of_day),
+            self.fire.burning,
+            self.fire.active.size,
+            self.rainbow,
+            objects_present,
+            objects_in_view,
+            C.CREATURE_MOODS.index(s.mood),
+            C.RELATIONSHIPS.index(s.relationship),
+            CREATURE_KEY in drawn,
+            self.creature.distance_to(self.x, self.y),
+            C.COMPANION_LOOKS.index(s.look),
+            self.theme_id,
             EVENT_IDS[events[0]] if events else -1,
-            stepped, C.SURFACES.index(surface), called, self.loudness, self.onset,
+            stepped,
+            C.SURFACES.index(surface),
+            called,
+            self.loudness,
+            self.onset,
             inputs.image is not None,
-            self.x, self.y, self.yaw, self.pitch, self.frame_index,
+            self.x,
+            self.y,
+            self.yaw,
+            self.pitch,
+            self.frame_index,
         )
-        return record[()]
+        return cast(np.void, record[()])  # a 0-d structured array's one row
 
     # -- convenience -----------------------------------------------------------------------
     def player_delta_to(self, x: float, y: float) -> tuple[float, float]:

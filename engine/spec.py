@@ -1,0 +1,174 @@
+"""What every part agrees on about a world: timing, keys, themes and the reference picture.
+
+Import-light on purpose (standard library only at import time): the web processes, the runtime
+and the simulator read these numbers from here, so importing them never loads the simulator
+or torch. `engine.sim.constants` and `engine.sim.themes` re-export what they share with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# Timing: frame i is presented at i / FPS s; its audio covers [i / FPS, (i + 1) / FPS) s.
+FPS = 20
+SAMPLE_RATE = 16_000
+SAMPLES_PER_FRAME = SAMPLE_RATE // FPS  # 800
+DEFAULT_RESOLUTION = 128
+SUPPORTED_RESOLUTIONS = (64, 128, 256)
+
+# Held keys as a bitmask (labels store the mask; scripts and the play page use the names).
+KEY_BITS: dict[str, int] = {
+    "W": 1,
+    "A": 2,
+    "S": 4,
+    "D": 8,
+    "LEFT": 16,
+    "RIGHT": 32,
+    "UP": 64,
+    "DOWN": 128,
+}
+
+
+@dataclass(frozen=True)
+class ThemeInfo:
+    """A theme as people see it: its name, its label and sentences worth suggesting on the play
+    page. How the simulator draws it lives in engine.sim.themes, keyed by the same name; the
+    site paints its placeholder card with the CSS class `theme-<name>`."""
+
+    name: str
+    label: str
+    suggested_prompts: tuple[str, ...]
+
+
+THEMES: tuple[ThemeInfo, ...] = (
+    ThemeInfo(
+        "ember_forest",
+        "Ember forest",
+        (
+            "cast fire magic",
+            "give the creature a leaf",
+            "make it dusk",
+            "spawn a tree",
+            "make it rain",
+        ),
+    ),
+    ThemeInfo(
+        "frost_valley",
+        "Frost valley",
+        (
+            "make it snow",
+            "summon a lantern",
+            "make it night",
+            "bring in the fog",
+            "give the creature a leaf",
+        ),
+    ),
+    ThemeInfo(
+        "desert_canyon",
+        "Desert canyon",
+        ("summon a dragon", "make a rainbow", "make it dusk", "cast fire magic", "summon a statue"),
+    ),
+    ThemeInfo(
+        "neon_night",
+        "Neon night",
+        (
+            "summon a lantern",
+            "make it rain",
+            "summon a crystal",
+            "summon a dragon",
+            "give the creature a leaf",
+        ),
+    ),
+    ThemeInfo(
+        "misty_coast",
+        "Misty coast",
+        (
+            "make it rain",
+            "make a rainbow",
+            "bring in the fog",
+            "make it night",
+            "give the creature a leaf",
+        ),
+    ),
+)
+THEME_NAMES: tuple[str, ...] = tuple(theme.name for theme in THEMES)
+THEMES_BY_NAME: dict[str, ThemeInfo] = {theme.name: theme for theme in THEMES}
+
+# Suggested on the play page for a world whose theme has none of its own.
+DEFAULT_PROMPTS: tuple[str, ...] = (
+    "make it rain",
+    "make it night",
+    "cast fire magic",
+    "summon a dragon",
+    "give the creature a leaf",
+    "make a rainbow",
+)
+
+
+def suggested_prompts(theme: str) -> tuple[str, ...]:
+    info = THEMES_BY_NAME.get(theme)
+    return info.suggested_prompts if info is not None else DEFAULT_PROMPTS
+
+
+# Reference pictures: a PNG path or an inline {"sky", "foliage", "ground"} palette, always
+# handed to a model as a REFERENCE_SIZE-square picture of three horizontal bands.
+REFERENCE_SIZE = 64
+REFERENCE_BANDS: dict[str, tuple[float, float]] = {
+    "sky": (0.0, 0.4),
+    "foliage": (0.4, 0.6),
+    "ground": (0.6, 1.0),
+}
+
+ReferenceSpec = str | dict[str, Any]
+
+
+class ReferenceImageError(ValueError):
+    """A reference image spec that cannot be read."""
+
+
+def _rgb(value: Any, field: str) -> tuple[int, int, int]:
+    if (
+        not isinstance(value, list | tuple)
+        or len(value) != 3
+        or not all(isinstance(v, int | float) and 0 <= v <= 255 for v in value)
+    ):
+        raise ReferenceImageError(f"reference_image.{field} must be [r, g, b] in 0..255")
+    red, green, blue = (int(v) for v in value)
+    return red, green, blue
+
+
+def load_reference_image(spec: ReferenceSpec, base_dir: Path | None = None) -> np.ndarray:
+    """Return the reference as a (64, 64, 3) uint8 picture (numpy and PIL load on first use)."""
+    import numpy as np
+
+    size = REFERENCE_SIZE
+    if isinstance(spec, dict):
+        if set(spec) != set(REFERENCE_BANDS):
+            raise ReferenceImageError(
+                f"inline reference_image needs exactly keys {sorted(REFERENCE_BANDS)}, "
+                f"got {sorted(spec)}"
+            )
+        image = np.zeros((size, size, 3), np.uint8)
+        for band, (lo, hi) in REFERENCE_BANDS.items():
+            image[int(lo * size) : int(hi * size)] = _rgb(spec[band], band)
+        return image
+    if isinstance(spec, str):
+        from PIL import Image
+
+        path = Path(spec)
+        if base_dir is not None and not path.is_absolute():
+            path = base_dir / path
+        try:
+            with Image.open(path) as img:
+                resized = img.convert("RGB").resize((size, size), Image.Resampling.BILINEAR)
+                return np.asarray(resized, np.uint8).copy()
+        except (OSError, ValueError) as exc:
+            raise ReferenceImageError(f"cannot read reference image {str(path)!r}: {exc}") from exc
+    raise ReferenceImageError(
+        "reference_image must be a PNG path or an inline {sky, foliage, ground}"
+    )
