@@ -18,9 +18,7 @@ class BetaApplicationAdmin(admin.ModelAdmin):
 
     @admin.action(description="Approve and e-mail an invitation")
     def approve(self, request, queryset):
-        issued = services.beta_applications_approve(
-            applications=queryset, reviewer=request.user
-        )
+        issued = services.beta_applications_approve(applications=queryset, reviewer=request.user)
         skipped = queryset.count() - len(issued)
         self.message_user(request, f"Approved {len(issued)} application(s); invitations e-mailed.")
         if skipped:
@@ -47,7 +45,13 @@ class InvitationAdmin(admin.ModelAdmin):
     search_fields = ["email"]
     actions = ["revoke"]
     readonly_fields = [
-        "email", "application", "created_by", "created_at", "expires_at", "used_at", "used_by",
+        "email",
+        "application",
+        "created_by",
+        "created_at",
+        "expires_at",
+        "used_at",
+        "used_by",
         "revoked_at",
     ]
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
@@ -71,7 +71,7 @@ def beta_application_submit(*, email: str, name: str, intent: str) -> tuple[Beta
 def invitation_create(
     *,
     email: str,
-    created_by: AbstractBaseUser | None,
+    created_by: User | None,
     application: BetaApplication | None = None,
 ) -> IssuedInvitation:
     """Create a single-use invitation and e-mail its link. The raw token exists only in the link.
@@ -86,9 +86,7 @@ def invitation_create(
         created_by=created_by,
         expires_at=timezone.now() + timedelta(days=settings.INVITATION_TTL_DAYS),
     )
-    link = settings.SITE_URL + reverse(
-        "accounts:invitation_accept", kwargs={"token": token}
-    )
+    link = settings.SITE_URL + reverse("accounts:invitation_accept", kwargs={"token": token})
     context = {"link": link, "invitation": invitation, "ttl_days": settings.INVITATION_TTL_DAYS}
     send_mail(
         subject="Your invitation to the Worldsite beta",
@@ -102,7 +100,7 @@ def invitation_create(
 def beta_applications_approve(
     *,
     applications: Iterable[BetaApplication],
-    reviewer: AbstractBaseUser,
+    reviewer: User,
 ) -> list[IssuedInvitation]:
     """Approve pending applications, each with a fresh invitation; others are left alone."""
     issued = []
@@ -127,9 +125,7 @@ def beta_applications_approve(
     return issued
 
 
-def beta_applications_reject(
-    *, applications: Iterable[BetaApplication], reviewer: AbstractBaseUser
-) -> int:
+def beta_applications_reject(*, applications: Iterable[BetaApplication], reviewer: User) -> int:
     """Reject pending applications. No e-mail is sent; returns how many changed."""
     pks = [application.pk for application in applications]
     return BetaApplication.objects.filter(pk__in=pks, status=BetaApplication.Status.PENDING).update(
@@ -167,14 +163,18 @@ def username_normalize(raw: str) -> str:
     """
     username = unicodedata.normalize("NFKC", raw).strip()
     if not USERNAME_PATTERN.fullmatch(username):
-        raise ValidationError({"username": (
-            "Use only the letters a-z and A-Z, digits and @ . + - _ (no accents or look-alike "
-            "letters from other alphabets), at most 150 characters."
-        )})
+        raise ValidationError(
+            {
+                "username": (
+                    "Use only the letters a-z and A-Z, digits and @ . + - _ (no accents or "
+                    "look-alike letters from other alphabets), at most 150 characters."
+                )
+            }
+        )
     return username
 
 
-def invitation_accept(*, token: str, username: str, password: str) -> AbstractBaseUser:
+def invitation_accept(*, token: str, username: str, password: str) -> User:
     """Create the member's account from a valid invitation, using the invitation up.
 
     The invitation row is locked, so two tabs submitting the same link create one account.

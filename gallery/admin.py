@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from gallery.models import Tag, World
-from gallery.services import world_media_schedule
+from gallery.services import world_media_schedule, world_save
 
 MEDIA_STATE = ["media_status", "media_error", "media_version", "media_rendered_version"]
 
@@ -42,6 +42,9 @@ class WorldAdmin(admin.ModelAdmin):
         ("Generated media", {"fields": ["thumbnail", "preview", *MEDIA_STATE]}),
         ("History", {"fields": ["created_at", "updated_at"]}),
     ]
+
+    def save_model(self, request, obj, form, change):
+        world_save(world=obj)  # redraws the gallery media when the world's look changed
 
     @admin.action(description="Publish selected worlds")
     def publish(self, request, queryset):

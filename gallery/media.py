@@ -7,9 +7,11 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from worldsite.media import write_mp4
+from worldsite.engine_gateway.constants import FPS
+from worldsite.engine_gateway.video import write_mp4
+from worldsite.engine_gateway.world_spec import EngineSpec
 
-PREVIEW_FRAMES = 40  # 2 s at 20 fps
+PREVIEW_FRAMES = 2 * FPS  # 2 s
 # The model's fifth frame: after that its picture blurs into latent tiles within ~1.5 s of walking
 # (engine/MODEL.md), and a thumbnail should show the world. The preview shows all 2 s as drawn.
 THUMBNAIL_FRAME = 4
@@ -28,9 +30,9 @@ class WorldMedia:
     preview_mp4: bytes
 
 
-def render_world_media(spec: dict, workdir: Path) -> WorldMedia:
+def render_world_media(spec: EngineSpec, workdir: Path) -> WorldMedia:
     """Play the world for a few seconds with the model and encode what it drew."""
-    from sessions.worker.engine_adapter import open_engine_session
+    from worldsite.engine_gateway.runtime import open_engine_session  # loads torch
 
     session = open_engine_session(spec)
     frames: list[np.ndarray] = []
@@ -43,11 +45,11 @@ def render_world_media(spec: dict, workdir: Path) -> WorldMedia:
     height, width = frames[0].shape[:2]
 
     thumbnail = Image.fromarray(frames[THUMBNAIL_FRAME]).resize(
-        (width * PREVIEW_SCALE, height * PREVIEW_SCALE), Image.NEAREST
+        (width * PREVIEW_SCALE, height * PREVIEW_SCALE), Image.Resampling.NEAREST
     )
     png = io.BytesIO()
     thumbnail.save(png, format="PNG", optimize=True)
 
     path = workdir / "preview.mp4"
-    write_mp4(path, frames, fps=20, width=width * PREVIEW_SCALE, height=height * PREVIEW_SCALE)
+    write_mp4(path, frames, fps=FPS, width=width * PREVIEW_SCALE, height=height * PREVIEW_SCALE)
     return WorldMedia(thumbnail_png=png.getvalue(), preview_mp4=path.read_bytes())

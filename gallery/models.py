@@ -3,8 +3,10 @@ from django.core.validators import MaxValueValidator
 from django.db import models
 from django.urls import reverse
 
-from gallery.themes import THEME_CHOICES
 from gallery.validators import validate_preview_video, validate_reference_image
+from worldsite.engine_gateway.constants import THEMES
+
+THEME_CHOICES = [(theme.name, theme.label) for theme in THEMES]
 
 # Seeds travel to the engine as numpy seeds; keep them in a range every backend stores exactly.
 MAX_SEED = 2**31 - 1
@@ -67,8 +69,9 @@ class World(models.Model):
         default=0, help_text="Bumped whenever a look-defining field changes."
     )
     media_rendered_version = models.PositiveIntegerField(default=0)
-    media_status = models.CharField(max_length=10, choices=MediaStatus.choices,
-                                    default=MediaStatus.PENDING)
+    media_status = models.CharField(
+        max_length=10, choices=MediaStatus.choices, default=MediaStatus.PENDING
+    )
     media_error = models.CharField(max_length=300, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
@@ -102,3 +105,7 @@ class World(models.Model):
     def look_changed(self) -> bool:
         """True for a new world, or when a look field differs from what was loaded."""
         return getattr(self, "_loaded_look", None) != self.look_signature()
+
+    def mark_look_saved(self) -> None:
+        """The current look is what is stored (gallery.services.world_save calls this)."""
+        self._loaded_look = self.look_signature()

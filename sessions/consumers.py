@@ -16,12 +16,12 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from gallery import selectors as gallery_selectors
 from sessions import messages, selectors, services
 from sessions.messages import START_CHANNEL, session_group
 from sessions.models import PlaySession
 from sessions.protocol import ProtocolError, parse_ws_message
-from sessions.worker.peer import TokenBucket
+from sessions.throttle import TokenBucket
+from worldsite.engine_gateway.world_spec import EngineSpec, engine_spec_for
 
 logger = logging.getLogger(__name__)
 
@@ -77,9 +77,10 @@ class PlayConsumer(AsyncWebsocketConsumer):
         if self.worker_channel:
             # The worker keeps the world running for a short grace period so a page that lost
             # its connection for a moment can reconnect; then it ends the session itself.
-            await self.channel_layer.send(self.worker_channel, messages.engine_detach(
-                session_id=self.session_id, reply_channel=self.channel_name
-            ))
+            await self.channel_layer.send(
+                self.worker_channel,
+                messages.engine_detach(session_id=self.session_id, reply_channel=self.channel_name),
+            )
         else:
             await self._finish("Player left before the world started.")
 
@@ -100,14 +101,21 @@ class PlayConsumer(AsyncWebsocketConsumer):
             await self._finish("Player ended the session.")
         elif kind == "offer":
             if not self.worker_channel:
-                await self._send(messages.page_error(
-                    code="not_ready", message="The world is not ready for a connection yet."
-                ))
+                await self._send(
+                    messages.page_error(
+                        code="not_ready", message="The world is not ready for a connection yet."
+                    )
+                )
                 return
-            await self.channel_layer.send(self.worker_channel, messages.engine_offer(
-                session_id=self.session_id, sdp=message["sdp"],
-                reply_channel=self.channel_name, codec=settings.WEBRTC_VIDEO_CODEC,
-            ))
+            await self.channel_layer.send(
+                self.worker_channel,
+                messages.engine_offer(
+                    session_id=self.session_id,
+                    sdp=message["sdp"],
+                    reply_channel=self.channel_name,
+                    codec=settings.WEBRTC_VIDEO_CODEC,
+                ),
+            )
 
     async def _bad_message(self, code: str, text: str) -> None:
         self.bad_messages += 1
@@ -143,7 +151,8 @@ class PlayConsumer(AsyncWebsocketConsumer):
     def _queue_status(self, session: PlaySession) -> messages.PageStatus:
         position = selectors.queue_position(session=session)
         return messages.page_status(
-            State.QUEUED, position=position,
+            State.QUEUED,
+            position=position,
             eta_s=selectors.queue_eta_seconds(position=position or 1),
         )
 
@@ -152,10 +161,14 @@ class PlayConsumer(AsyncWebsocketConsumer):
         if self.engine_requested_at is None:
             self.engine_requested_at = now
             await self._send(messages.page_status(State.STARTING))
-            await self.channel_layer.send(START_CHANNEL, messages.engine_start(
-                session_id=self.session_id, allowed_seconds=session.allowed_seconds,
-                spec=await sync_to_async(_world_spec)(session),
-            ))
+            await self.channel_layer.send(
+                START_CHANNEL,
+                messages.engine_start(
+                    session_id=self.session_id,
+                    allowed_seconds=session.allowed_seconds,
+                    spec=await sync_to_async(_world_spec)(session),
+                ),
+            )
         elif _embedded_engine_loading():
             self.engine_requested_at = now  # loading the model is not a missing engine
         elif now - self.engine_requested_at > settings.ENGINE_START_TIMEOUT:
@@ -231,5 +244,5 @@ def _embedded_engine_loading() -> bool:
     return embedded_worker_loading()
 
 
-def _world_spec(session: PlaySession) -> dict[str, Any]:
-    return {**gallery_selectors.world_engine_spec(session.world), "world": session.world.slug}
+def _world_spec(session: PlaySession) -> EngineSpec:
+    return engine_spec_for(session.world)

@@ -5,16 +5,16 @@ the inputs log through the world model (same seed + same inputs -> the same worl
 after the A/V recording has expired. No Django here: callers pass folders and callbacks.
 """
 
-import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import av
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from worldsite.media import write_mp4
+from worldsite.engine_gateway.constants import SAMPLE_RATE
+from worldsite.engine_gateway.recording import Recording
+from worldsite.engine_gateway.video import write_mp4
 
 TITLE_SECONDS = 1.5
 SCALE = 4  # 128 -> 512 pixels, nearest neighbour
@@ -23,30 +23,6 @@ CRF = {"standard": 20, "high": 14}
 
 class ExportError(Exception):
     """The export cannot be built; the message is shown to the player."""
-
-
-@dataclass
-class Recording:
-    folder: Path
-    meta: dict
-
-    @property
-    def fps(self) -> int:
-        return int(self.meta["fps"])
-
-    @property
-    def size(self) -> tuple[int, int]:
-        return int(self.meta["height"]), int(self.meta["width"])
-
-
-def open_recording(folder: Path) -> Recording:
-    try:
-        meta = json.loads((folder / "meta.json").read_text())
-    except FileNotFoundError as exc:
-        raise ExportError("This session has no recording (it may have expired).") from exc
-    except ValueError as exc:
-        raise ExportError("This session's recording is damaged (unreadable metadata).") from exc
-    return Recording(folder=folder, meta=meta)
 
 
 def title_card(title: str, subtitle: str, height: int, width: int) -> np.ndarray:
@@ -68,63 +44,17 @@ def title_card(title: str, subtitle: str, height: int, width: int) -> np.ndarray
     return np.asarray(card)
 
 
-def decode_recording(recording: Recording) -> tuple[list[np.ndarray], np.ndarray]:
-    """All frames (RGB) and the mono int16 audio of the streamed A/V recording."""
-    path = recording.folder / "av.mp4"
-    if not path.exists():
-        raise ExportError(
-            "The audio/video recording of this session is missing; "
-            "the re-render export still works from its inputs."
-        )
-    frames: list[np.ndarray] = []
-    audio: list[np.ndarray] = []
-    try:
-        with av.open(str(path)) as container:
-            for frame in container.decode(video=0):
-                frames.append(frame.to_ndarray(format="rgb24"))
-        with av.open(str(path)) as container:
-            if container.streams.audio:
-                resampler = av.AudioResampler(format="s16", layout="mono", rate=16_000)
-                for frame in container.decode(audio=0):
-                    for out in resampler.resample(frame):
-                        audio.append(out.to_ndarray().reshape(-1))
-    except (av.error.FFmpegError, ValueError) as exc:
-        if not frames:
-            raise ExportError(
-                "The recording of this session is damaged and cannot be read."
-            ) from exc
-        # A recording cut short by a crash: keep every frame that decoded.
-    if not frames:
-        raise ExportError("The recording of this session holds no frames.")
-    samples = np.concatenate(audio) if audio else np.zeros(0, np.int16)
-    return frames, samples.astype(np.int16)
-
-
 def replay_inputs(
     recording: Recording,
-    open_session: Callable[[dict], object],
+    open_session: Callable[[dict], Any],
     on_frame: Callable[[int, int], None] | None = None,
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Re-run the world model from the session's spec and inputs log."""
-    frames_total = int(recording.meta.get("frames") or 0)
-    log_path = recording.folder / "inputs.jsonl"
-    if frames_total <= 0 or not log_path.exists():
+    frames_total = recording.frames
+    if frames_total <= 0:
         raise ExportError("This session has no inputs log to re-render from.")
-    by_frame: dict[int, list[dict]] = {}
-    for line in log_path.read_text().splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue  # a line cut by a crash
-        event = {k: v for k, v in entry.items() if k not in ("frame", "wall")}
-        if event.get("kind") == "image":
-            continue  # pictures are logged by shape only; the spec's reference image stays
-        by_frame.setdefault(int(entry["frame"]), []).append(event)
-    spec = dict(recording.meta["spec"])
-    picture = spec.pop("reference_file", None)
-    if picture:
-        spec["reference_png"] = (recording.folder / picture).read_bytes()
-    session = open_session(spec)
+    by_frame = recording.inputs_by_frame()
+    session = open_session(recording.spec())
     frames: list[np.ndarray] = []
     audio: list[np.ndarray] = []
     while len(frames) < frames_total:
@@ -135,7 +65,7 @@ def replay_inputs(
         audio.append(np.asarray(chunk.audio, np.int16))
         if on_frame is not None:
             on_frame(min(len(frames), frames_total), frames_total)
-    samples_per_frame = int(recording.meta.get("audio_rate", 16_000)) // recording.fps
+    samples_per_frame = recording.audio_rate // recording.fps
     return frames[:frames_total], np.concatenate(audio)[: frames_total * samples_per_frame]
 
 
@@ -156,7 +86,7 @@ def build_export(
     fps = recording.fps
     card = title_card(title, subtitle, out_h, out_w)
     card_frames = int(round(TITLE_SECONDS * fps))
-    samples_per_frame = 16_000 // fps
+    samples_per_frame = SAMPLE_RATE // fps
     sound = np.concatenate([np.zeros(card_frames * samples_per_frame, np.int16), audio])
     total = card_frames + len(frames)
     pictures = [card] * card_frames + list(frames)

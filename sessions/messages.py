@@ -36,8 +36,12 @@ class EngineStart(TypedDict):
 
 
 def engine_start(*, session_id: str, allowed_seconds: int, spec: dict[str, Any]) -> EngineStart:
-    return {"type": "engine.start", "session_id": session_id,
-            "allowed_seconds": allowed_seconds, "spec": spec}
+    return {
+        "type": "engine.start",
+        "session_id": session_id,
+        "allowed_seconds": allowed_seconds,
+        "spec": spec,
+    }
 
 
 class EngineOffer(TypedDict):
@@ -49,8 +53,13 @@ class EngineOffer(TypedDict):
 
 
 def engine_offer(*, session_id: str, sdp: str, reply_channel: str, codec: str) -> EngineOffer:
-    return {"type": "engine.offer", "session_id": session_id, "sdp": sdp,
-            "reply_channel": reply_channel, "codec": codec}
+    return {
+        "type": "engine.offer",
+        "session_id": session_id,
+        "sdp": sdp,
+        "reply_channel": reply_channel,
+        "codec": codec,
+    }
 
 
 class EngineDetach(TypedDict):

@@ -8,7 +8,7 @@ import json
 import math
 from typing import Any
 
-from engine.sim.constants import KEY_BITS
+from worldsite.engine_gateway.constants import KEY_BITS
 
 MAX_WS_MESSAGE_BYTES = 64 * 1024  # an SDP offer with candidates is ~5-10 KB
 MAX_SDP_BYTES = 32 * 1024

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -38,7 +38,7 @@ class QuotaUsage:
         return min(100, round(100 * self.play_seconds_today / self.quota.play_seconds_per_day))
 
 
-def quota_for(*, user: AbstractBaseUser) -> Quota:
+def quota_for(*, user: User) -> Quota:
     """The user's limits: their overrides where set, the site-wide defaults elsewhere."""
     override = UserQuota.objects.filter(user=user).first()
 
@@ -60,7 +60,7 @@ def day_start(now: datetime | None = None) -> datetime:
     return now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def play_seconds_today(*, user: AbstractBaseUser, now: datetime | None = None) -> int:
+def play_seconds_today(*, user: User, now: datetime | None = None) -> int:
     """Seconds played in sessions that went live today, counting live ones up to now."""
     now = now or timezone.now()
     total = 0
@@ -68,14 +68,14 @@ def play_seconds_today(*, user: AbstractBaseUser, now: datetime | None = None) -
     for state, started_at, seconds_used in sessions.values_list(
         "state", "started_at", "seconds_used"
     ):
-        if state == PlaySession.State.LIVE:
+        if state == PlaySession.State.LIVE and started_at is not None:
             total += max(0, int((now - started_at).total_seconds()))
         else:
             total += seconds_used
     return total
 
 
-def quota_usage(*, user: AbstractBaseUser) -> QuotaUsage:
+def quota_usage(*, user: User) -> QuotaUsage:
     now = timezone.now()
     owned = PlaySession.objects.filter(owner=user)
     return QuotaUsage(
@@ -87,7 +87,7 @@ def quota_usage(*, user: AbstractBaseUser) -> QuotaUsage:
     )
 
 
-def exports_today(*, user: AbstractBaseUser, now: datetime | None = None) -> int:
+def exports_today(*, user: User, now: datetime | None = None) -> int:
     """Exports that count against today's quota (failed ones are given back)."""
     return (
         SessionExport.objects.filter(owner=user, created_at__gte=day_start(now))
@@ -96,11 +96,11 @@ def exports_today(*, user: AbstractBaseUser, now: datetime | None = None) -> int
     )
 
 
-def export_list_for_owner(*, owner: AbstractBaseUser) -> QuerySet[SessionExport]:
+def export_list_for_owner(*, owner: User) -> QuerySet[SessionExport]:
     return SessionExport.objects.filter(owner=owner).select_related("session__world")
 
 
-def session_list_for_owner(*, owner: AbstractBaseUser) -> QuerySet[PlaySession]:
+def session_list_for_owner(*, owner: User) -> QuerySet[PlaySession]:
     return PlaySession.objects.filter(owner=owner).select_related("world")
 
 
@@ -141,7 +141,5 @@ def queue_eta_seconds(*, position: int) -> int:
     return remaining[index] + rounds * settings.QUOTA_MAX_SESSION_SECONDS
 
 
-def session_get_for_owner(*, session_id: str, owner: AbstractBaseUser) -> PlaySession | None:
-    return (
-        PlaySession.objects.filter(pk=session_id, owner=owner).select_related("world").first()
-    )
+def session_get_for_owner(*, session_id: str, owner: User) -> PlaySession | None:
+    return PlaySession.objects.filter(pk=session_id, owner=owner).select_related("world").first()

@@ -9,7 +9,7 @@ from datetime import timedelta
 from enum import StrEnum
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -96,7 +96,7 @@ def _admit(session: PlaySession) -> Reservation | None:
     return Reservation(decision=Decision.ADMIT, session=session)
 
 
-def _refusal_reason(*, user: AbstractBaseUser, world: World) -> str:
+def _refusal_reason(*, user: User, world: World) -> str:
     if not world.is_published:
         return "This world is not open for play right now."
     usage = selectors.quota_usage(user=user)
@@ -122,7 +122,7 @@ def _advance_queue_locked() -> None:
         free -= 1
 
 
-def session_reserve(*, user: AbstractBaseUser, world: World) -> Reservation:
+def session_reserve(*, user: User, world: World) -> Reservation:
     """Decide whether `user` may play `world` now: admit, queue (with position) or refuse."""
     with transaction.atomic():
         _lock_reservations()
@@ -217,7 +217,8 @@ def session_claim_worker(*, session_id: str, worker_name: str, worker_channel: s
     claimed = PlaySession.objects.filter(
         pk=session_id, state=State.STARTING, worker_name=""
     ).update(
-        worker_name=worker_name[:100], worker_channel=worker_channel[:200],
+        worker_name=worker_name[:100],
+        worker_channel=worker_channel[:200],
         heartbeat_at=timezone.now(),
     )
     return claimed == 1
@@ -259,11 +260,13 @@ def sessions_end_abandoned(*, unclaimed_after_seconds: float, unseen_after_secon
     `unseen_after_seconds` (Play pressed, then Back)."""
     now = timezone.now()
     unclaimed = PlaySession.objects.filter(
-        state=State.STARTING, worker_name="",
+        state=State.STARTING,
+        worker_name="",
         admitted_at__lt=now - timedelta(seconds=unclaimed_after_seconds),
     )
     unseen = PlaySession.objects.filter(
-        state=State.QUEUED, page_seen_at__isnull=True,
+        state=State.QUEUED,
+        page_seen_at__isnull=True,
         created_at__lt=now - timedelta(seconds=unseen_after_seconds),
     )
     ended = 0

@@ -1,10 +1,11 @@
-"""Celery jobs for play sessions. Tasks translate and delegate to sessions.export_services."""
+"""Celery jobs for play sessions. Tasks translate and delegate to sessions.export_jobs and
+sessions.services."""
 
 from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 
-from sessions import export_services, services
+from sessions import export_jobs, services
 
 
 @shared_task(
@@ -13,10 +14,10 @@ from sessions import export_services, services
 def export_build(self, export_id: str) -> str:
     """acks_late is safe: export_run does nothing for an export that is already finished."""
     try:
-        return export_services.export_run(export_id=export_id)
+        return export_jobs.export_run(export_id=export_id)
     except Exception as exc:
         final = self.request.retries >= self.max_retries
-        export_services.export_crashed(export_id=export_id, reason=str(exc), final=final)
+        export_jobs.export_crashed(export_id=export_id, reason=str(exc), final=final)
         if final:
             raise
         raise self.retry(exc=exc, countdown=5 * 2**self.request.retries) from exc
@@ -26,8 +27,8 @@ def export_build(self, export_id: str) -> str:
 def exports_housekeeping() -> dict:
     """Re-queue exports stranded by a killed worker and delete expired files."""
     return {
-        "recovered": export_services.exports_recover_stalled(),
-        "expired": export_services.exports_expire(),
+        "recovered": export_jobs.exports_recover_stalled(enqueue=export_build.delay),
+        "expired": export_jobs.exports_expire(),
     }
 
 

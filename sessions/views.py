@@ -1,4 +1,3 @@
-
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -14,9 +13,10 @@ from gallery import selectors as gallery_selectors
 from gallery.validators import validate_reference_image
 from sessions import export_services, selectors, services
 from sessions import messages as session_messages
-from sessions.images import shrink_to_png
 from sessions.models import SessionExport
 from sessions.services import Decision
+from worldsite.engine_gateway.constants import suggested_prompts
+from worldsite.engine_gateway.pictures import shrink_to_png
 from worldsite.ratelimits import rate_limited
 
 
@@ -43,7 +43,7 @@ def play_page(request: HttpRequest, session_id) -> HttpResponse:
         "session": session,
         "world": session.world,
         "usage": selectors.quota_usage(user=request.user),
-        "suggested_prompts": SUGGESTED_PROMPTS.get(session.world.theme, DEFAULT_PROMPTS),
+        "suggested_prompts": suggested_prompts(session.world.theme),
         "ice_servers": settings.WEBRTC_ICE_SERVERS,
     }
     return render(request, "sessions/play.html", context)
@@ -72,53 +72,6 @@ def play_image(request: HttpRequest, session_id) -> JsonResponse:
         session_messages.engine_image(session_id=str(session.pk), png=png),
     )
     return JsonResponse({"ok": True, "width": width, "height": height})
-
-
-DEFAULT_PROMPTS = [
-    "make it rain",
-    "make it night",
-    "cast fire magic",
-    "summon a dragon",
-    "give the creature a leaf",
-    "make a rainbow",
-]
-SUGGESTED_PROMPTS = {
-    "ember_forest": [
-        "cast fire magic",
-        "give the creature a leaf",
-        "make it dusk",
-        "spawn a tree",
-        "make it rain",
-    ],
-    "frost_valley": [
-        "make it snow",
-        "summon a lantern",
-        "make it night",
-        "bring in the fog",
-        "give the creature a leaf",
-    ],
-    "desert_canyon": [
-        "summon a dragon",
-        "make a rainbow",
-        "make it dusk",
-        "cast fire magic",
-        "summon a statue",
-    ],
-    "neon_night": [
-        "summon a lantern",
-        "make it rain",
-        "summon a crystal",
-        "summon a dragon",
-        "give the creature a leaf",
-    ],
-    "misty_coast": [
-        "make it rain",
-        "make a rainbow",
-        "bring in the fog",
-        "make it night",
-        "give the creature a leaf",
-    ],
-}
 
 
 @login_required

@@ -37,6 +37,13 @@ class WorldFactory(factory.django.DjangoModelFactory):
     seed = factory.Sequence(lambda n: n)
     is_published = True
 
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        """Worlds are saved the way the site saves them: through the service."""
+        from gallery.services import world_save
+
+        return world_save(world=model_class(*args, **kwargs))
+
 
 class BetaApplicationFactory(factory.django.DjangoModelFactory):
     class Meta:

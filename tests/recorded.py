@@ -7,7 +7,7 @@ import numpy as np
 
 from sessions import services
 from sessions.models import PlaySession
-from sessions.worker.recorder import SessionRecorder
+from worldsite.engine_gateway.recording import RecordingWriter
 
 
 def finished_session_with_recording(
@@ -22,7 +22,7 @@ def finished_session_with_recording(
     session = services.session_reserve(user=user, world=world).session
     services.session_mark_live(session=session)
     services.session_end(session=session, reason="Player left.")
-    recorder = SessionRecorder(
+    recorder = RecordingWriter(
         recordings_root / str(session.pk),
         fps=20,
         width=128,

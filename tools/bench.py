@@ -1,6 +1,6 @@
 """Play-session benchmark: N headless Chromium players against a local server; prints JSON.
 
-    python -m sessions.bench [--sessions 1] [--seconds 20] [--json]
+    python -m tools.bench [--sessions 1] [--seconds 20] [--json]
 
 Everything runs on a throwaway SQLite database inside a private network namespace (root and
 iproute2 needed, as for the WebRTC tests). The engine stamps each frame with the sequence number
@@ -86,8 +86,8 @@ def _prepare_database(var_dir: Path, sessions: int) -> None:
     call_command("migrate", verbosity=0)
     call_command("collectstatic", "--noinput", verbosity=0)
     World.objects.update_or_create(
-        slug="bench", defaults={"title": "Bench", "theme": "misty_coast", "seed": 5,
-                                "is_published": True},
+        slug="bench",
+        defaults={"title": "Bench", "theme": "misty_coast", "seed": 5, "is_published": True},
     )
     for index in range(sessions):
         get_user_model().objects.create_user(f"bench{index}", password=PASSWORD)
@@ -115,20 +115,32 @@ def _percentile(values: list[float], q: float) -> float | None:
 def run(sessions: int, seconds: float, screenshot: str | None = None) -> dict:
     from playwright.sync_api import sync_playwright
 
-    from sessions.netns import CHROMIUM_FLAGS, NetworkNamespace
+    from tools.netns import CHROMIUM_FLAGS, NetworkNamespace
 
     if not NetworkNamespace.available():
-        raise SystemExit("sessions.bench needs root and iproute2 (it uses a network namespace)")
+        raise SystemExit("tools.bench needs root and iproute2 (it uses a network namespace)")
     workdir = Path(tempfile.mkdtemp(prefix="worldsite-bench-"))
     _prepare_database(workdir, sessions)
     namespace = NetworkNamespace(f"worldsite-bench-{os.getpid()}")
     port = 8765
     log = (workdir / "daphne.log").open("w")
     server = subprocess.Popen(
-        namespace.wrap([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                        "worldsite.asgi:application"]),
-        cwd=REPO, env={**os.environ, **_server_env(workdir, sessions)},
-        stdout=log, stderr=subprocess.STDOUT,
+        namespace.wrap(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "worldsite.asgi:application",
+            ]
+        ),
+        cwd=REPO,
+        env={**os.environ, **_server_env(workdir, sessions)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:

@@ -12,8 +12,22 @@ VALID = [
     {"type": "end"},
 ]
 ODD_VALUES = [
-    None, True, -1, 2**64, 10**400, -(10**400), 1e308, "NaN", "", "W" * 500, [], {}, [[[]]],
-    "\u202e\ud7ff", 0.5000001, float("1e-320"),
+    None,
+    True,
+    -1,
+    2**64,
+    10**400,
+    -(10**400),
+    1e308,
+    "NaN",
+    "",
+    "W" * 500,
+    [],
+    {},
+    [[[]]],
+    "\u202e\ud7ff",
+    0.5000001,
+    float("1e-320"),
 ]
 
 
@@ -30,8 +44,12 @@ def malformed_messages(count: int, seed: int = 0) -> list[str | bytes]:
             depth = rng.randrange(100, 3000)
             text = "[" * depth + "]" * depth
         elif mutation == 2:  # a huge integer literal in a number field
-            text = json.dumps(base)[:-1] + f', "{rng.choice(["yaw", "pitch", "t"])}": ' \
-                + "9" * rng.randrange(300, 1500) + "}"
+            text = (
+                json.dumps(base)[:-1]
+                + f', "{rng.choice(["yaw", "pitch", "t"])}": '
+                + "9" * rng.randrange(300, 1500)
+                + "}"
+            )
         elif mutation == 3:  # truncated
             text = json.dumps(base)[: rng.randrange(0, 20)]
         elif mutation == 4:  # flipped bytes

@@ -1,6 +1,6 @@
 """A Python player: WebSocket signalling + an aiortc peer, as the browser does it.
 
-Used by the play tests and by the soak (sessions.soak); needs the dev requirements (websockets).
+Used by the play tests and by the soak (tools.soak); needs the dev requirements (websockets).
 """
 
 import asyncio

@@ -1,6 +1,6 @@
 """Soak test: players come and go at random against a local daphne with the embedded engine.
 
-    python -m sessions.soak [--players 4] [--seconds 240] [--seed 1] [--json]
+    python -m tools.soak [--players 4] [--seconds 240] [--seed 1] [--json]
 
 N Python players (WebSocket signalling + aiortc, as the page does it) join, play, end, close
 tabs, reload, keep two tabs open, walk away after pressing Play, and send malformed inputs,
@@ -35,7 +35,12 @@ MEMORY_BOUND_MB = 150  # server RSS growth allowed from the first live session t
 GRACE_S = 4  # reconnect grace in the soak server (short, so closed tabs free slots fast)
 START_TIMEOUT_S = 10  # -> abandoned sessions are swept after 20 s
 SCENARIOS = {  # name -> weight
-    "play_and_end": 3, "close_tab": 2, "reload": 2, "two_tabs": 1, "abandon": 1, "bad_inputs": 2,
+    "play_and_end": 3,
+    "close_tab": 2,
+    "reload": 2,
+    "two_tabs": 1,
+    "abandon": 1,
+    "bad_inputs": 2,
 }
 
 
@@ -102,8 +107,8 @@ class Soak:
         call_command("migrate", verbosity=0)
         call_command("collectstatic", "--noinput", verbosity=0)
         self.world, _ = World.objects.update_or_create(
-            slug="soak", defaults={"title": "Soak", "theme": "misty_coast", "seed": 5,
-                                   "is_published": True},
+            slug="soak",
+            defaults={"title": "Soak", "theme": "misty_coast", "seed": 5, "is_published": True},
         )
         user_model = get_user_model()
         user_model.objects.bulk_create(
@@ -118,9 +123,20 @@ class Soak:
         port = _free_port()
         log = (self.var_dir / "daphne.log").open("w")
         self.server = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-             "worldsite.asgi:application"],
-            cwd=REPO, env={**os.environ}, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "worldsite.asgi:application",
+            ],
+            cwd=REPO,
+            env={**os.environ},
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -136,9 +152,7 @@ class Soak:
         from sessions import services
 
         user = self.users.pop()
-        reservation = await asyncio.to_thread(
-            services.session_reserve, user=user, world=self.world
-        )
+        reservation = await asyncio.to_thread(services.session_reserve, user=user, world=self.world)
         self.counts[f"reserve_{reservation.decision}"] += 1
         if reservation.session is None:
             return None, None
@@ -146,15 +160,16 @@ class Soak:
         return str(reservation.session.pk), cookie
 
     def _client(self, session_id: str, cookie: str):
-        from sessions.player import PlayClient
+        from tools.player import PlayClient
 
         return PlayClient(self.host, session_id, cookie, keep_frames=False)
 
     async def _until_live(self, player, timeout: float = 150) -> bool:
         live = asyncio.ensure_future(player.live.wait())
         final = asyncio.ensure_future(player.final.wait())
-        done, pending = await asyncio.wait({live, final}, timeout=timeout,
-                                           return_when=asyncio.FIRST_COMPLETED)
+        done, pending = await asyncio.wait(
+            {live, final}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
         for task in pending:
             task.cancel()
         if live in done:
@@ -256,7 +271,7 @@ class Soak:
         await self._reserve()  # Play pressed, then the tab closed before it ever connected
 
     async def bad_inputs(self) -> None:
-        from sessions.fuzz import malformed_messages
+        from tools.fuzz import malformed_messages
 
         session_id, cookie = await self._reserve()
         if session_id is None:
@@ -344,7 +359,11 @@ class Soak:
                 await player.close()
 
     def recordings(self) -> dict:
-        from sessions.export_builder import ExportError, decode_recording, open_recording
+        from worldsite.engine_gateway.recording import (
+            RecordingError,
+            decode_recording,
+            open_recording,
+        )
 
         checked, bad = 0, []
         for folder in sorted((self.var_dir / "recordings").glob("*")):
@@ -356,7 +375,7 @@ class Soak:
                     "end_reason"
                 ):
                     bad.append(folder.name)
-            except ExportError:
+            except RecordingError:
                 bad.append(folder.name)
         return {"checked": checked, "unreadable": bad}
 
@@ -374,9 +393,11 @@ class Soak:
         rss_end = _rss_mb(self.server.pid)
         from sessions.models import PlaySession
 
-        reasons = Counter(await asyncio.to_thread(
-            lambda: list(PlaySession.objects.values_list("end_reason", flat=True))
-        ))
+        reasons = Counter(
+            await asyncio.to_thread(
+                lambda: list(PlaySession.objects.values_list("end_reason", flat=True))
+            )
+        )
         signalled = time.monotonic()
         self.server.send_signal(signal.SIGTERM)
         exit_code = await asyncio.to_thread(self.server.wait, 30)
@@ -410,8 +431,11 @@ class Soak:
             "sigterm_exit_code": exit_code,
         }
         result["ok"] = bool(
-            stuck == 0 and capacity and not recordings["unreadable"]
-            and growth <= MEMORY_BOUND_MB and exit_code == 0
+            stuck == 0
+            and capacity
+            and not recordings["unreadable"]
+            and growth <= MEMORY_BOUND_MB
+            and exit_code == 0
             and not any("no_video" in key or "ended_the_new_one" in key for key in self.counts)
         )
         return result
@@ -429,8 +453,12 @@ def _post(host: str, size: int) -> int:
     name, port = host.split(":")
     connection = http.client.HTTPConnection(name, int(port), timeout=60)
     try:
-        connection.request("POST", "/beta/apply/", body=b"a=1&" * (size // 4),
-                           headers={"Content-Type": "application/x-www-form-urlencoded"})
+        connection.request(
+            "POST",
+            "/beta/apply/",
+            body=b"a=1&" * (size // 4),
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
         return connection.getresponse().status
     except OSError:
         return 0

@@ -58,15 +58,22 @@ class LimitedWebRequest(WebRequest):
 
     def process(self):
         if self.body_too_large:
-            self.handle_reply({
-                "type": "http.response.start", "status": 413,
-                "headers": [(b"Content-Type", b"text/plain; charset=utf-8"),
-                            (b"Connection", b"close")],
-            })
-            self.handle_reply({
-                "type": "http.response.body",
-                "body": too_large_message(self.body_limit).encode(),
-            })
+            self.handle_reply(
+                {
+                    "type": "http.response.start",
+                    "status": 413,
+                    "headers": [
+                        (b"Content-Type", b"text/plain; charset=utf-8"),
+                        (b"Connection", b"close"),
+                    ],
+                }
+            )
+            self.handle_reply(
+                {
+                    "type": "http.response.body",
+                    "body": too_large_message(self.body_limit).encode(),
+                }
+            )
             return None
         return super().process()
 

@@ -145,7 +145,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": Path(os.environ.get("WORLDSITE_SQLITE_PATH", VAR_DIR / "db.sqlite3")),
+            "NAME": str(Path(os.environ.get("WORLDSITE_SQLITE_PATH", VAR_DIR / "db.sqlite3"))),
             # A file, not memory: tests start real daphne and engine-worker processes on it.
             "TEST": {"NAME": VAR_DIR / f"test_db_{os.getpid()}.sqlite3"},
             # IMMEDIATE: a transaction takes the write lock when it begins, so quota decisions
@@ -281,7 +281,7 @@ ENGINE_STALE_AFTER = max(10, 2 * ENGINE_HEARTBEAT_TIMEOUT)
 # An admitted session no page ever opened (or a queued one whose page never connected) is
 # ended after this long, giving its capacity back (housekeeping runs every few seconds).
 ENGINE_ABANDONED_AFTER = env_int("WORLDSITE_ENGINE_ABANDONED_AFTER", 2 * ENGINE_START_TIMEOUT)
-# Bench mode: frames carry the last applied input's sequence number (sessions.bench reads it).
+# Bench mode: frames carry the last applied input's sequence number (tools.bench reads it).
 ENGINE_BENCH_STAMP = env_bool("WORLDSITE_BENCH_STAMP", False)
 RECORDINGS_ROOT = Path(os.environ.get("WORLDSITE_RECORDINGS_ROOT", VAR_DIR / "recordings"))
 WEBRTC_VIDEO_CODEC = os.environ.get("WORLDSITE_VIDEO_CODEC", "VP8")  # or H264

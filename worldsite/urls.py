@@ -12,9 +12,7 @@ urlpatterns = [
     path("", include("accounts.urls")),
     path("", include("sessions.urls")),
     # Django's own auth views, the two that send or check secrets rate-limited (ratelimits.py).
-    path(
-        "accounts/login/", rate_limited("login")(auth_views.LoginView.as_view()), name="login"
-    ),
+    path("accounts/login/", rate_limited("login")(auth_views.LoginView.as_view()), name="login"),
     path(
         "accounts/password_reset/",
         rate_limited("password_reset")(PasswordResetView.as_view()),

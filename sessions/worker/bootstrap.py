@@ -11,9 +11,9 @@ from django.conf import settings
 
 from sessions import services
 from sessions.models import PlaySession
-from sessions.worker import engine_adapter
 from sessions.worker.loopback import enable_loopback_candidates
 from sessions.worker.service import EngineWorker, WorkerConfig
+from worldsite.engine_gateway import runtime as engine_runtime
 
 logger = logging.getLogger(__name__)
 
@@ -41,9 +41,7 @@ class DatabaseSessionStore:
     def finish(self, session_id: str, reason: str, failed: bool) -> None:
         session = PlaySession.objects.filter(pk=session_id).first()
         if session is not None:
-            services.session_finish(
-                session=session, reason=reason, failed=failed, by_worker=True
-            )
+            services.session_finish(session=session, reason=reason, failed=failed, by_worker=True)
 
     @database_sync_to_async
     def heartbeat(self, session_ids: list[str]) -> None:
@@ -73,11 +71,14 @@ def build_worker(*, name: str | None = None, capacity: int | None = None) -> Eng
         stamp_inputs=settings.ENGINE_BENCH_STAMP,
     )
     return EngineWorker(
-        get_channel_layer(), config, DatabaseSessionStore(),
-        engine_adapter.open_engine_session, engine_adapter.engine_info,
+        get_channel_layer(),
+        config,
+        DatabaseSessionStore(),
+        engine_runtime.open_engine_session,
+        engine_runtime.engine_info,
     )
 
 
 async def preload_engine() -> None:
     """Load weights and the text encoder before taking sessions (a cold load takes seconds)."""
-    await asyncio.get_running_loop().run_in_executor(None, engine_adapter.load_world)
+    await asyncio.get_running_loop().run_in_executor(None, engine_runtime.load_world)

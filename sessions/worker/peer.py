@@ -3,7 +3,6 @@
 import asyncio
 import json
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,29 +17,12 @@ from aiortc import (
 from aiortc.mediastreams import MediaStreamError
 
 from sessions.protocol import ProtocolError, parse_data_message
+from sessions.throttle import TokenBucket
 from sessions.worker.media import GeneratedAudioTrack, GeneratedVideoTrack, LatestFrames, MediaClock
 from sessions.worker.microphone import MicrophoneFeatures
 from sessions.worker.runner import SessionRunner
 
 logger = logging.getLogger(__name__)
-
-
-class TokenBucket:
-    """Allows `rate` events a second with bursts of `burst`; floods are dropped, not queued."""
-
-    def __init__(self, rate: float, burst: float) -> None:
-        self.rate, self.burst = rate, burst
-        self.tokens = burst
-        self.updated = time.monotonic()
-
-    def allow(self) -> bool:
-        now = time.monotonic()
-        self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
-        self.updated = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return True
-        return False
 
 
 def rtc_configuration(ice_servers: list[dict[str, Any]]) -> RTCConfiguration:
@@ -141,14 +123,24 @@ class PlayPeer:
             if not self._movement_limit.allow():
                 self.dropped_inputs += 1
                 return
-            event = {"kind": "action", "keys": message["keys"], "yaw": message["yaw"],
-                     "pitch": message["pitch"]}
+            event = {
+                "kind": "action",
+                "keys": message["keys"],
+                "yaw": message["yaw"],
+                "pitch": message["pitch"],
+            }
             if not self.runner.push(event, seq=message["seq"]):
                 self.dropped_inputs += 1
             return
         if not self._prompt_limit.allow():
-            self._reply(channel, {"type": "error", "code": "rate_limited",
-                                  "message": "Slow down: one sentence every few seconds."})
+            self._reply(
+                channel,
+                {
+                    "type": "error",
+                    "code": "rate_limited",
+                    "message": "Slow down: one sentence every few seconds.",
+                },
+            )
             return
         if self.runner.push({"kind": "prompt", "text": message["text"]}):
             self._reply(channel, {"type": "prompt_ack", "text": message["text"]})

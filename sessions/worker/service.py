@@ -15,7 +15,7 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,12 +23,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from sessions import messages
-from sessions.images import decode_png
 from sessions.messages import START_CHANNEL, session_group
 from sessions.worker.media import LatestFrames
 from sessions.worker.peer import PlayPeer
-from sessions.worker.recorder import SessionRecorder
 from sessions.worker.runner import SessionRunner
+from worldsite.engine_gateway.pictures import decode_png
+from worldsite.engine_gateway.recording import RecordingWriter
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class EngineWorker:
         self.sessions: dict[str, LiveSession] = {}
         self.channel = ""
         self._tasks: list[asyncio.Task] = []
-        self._finishing: set[asyncio.Future] = set()  # sessions being wound down
+        self._finishing: set[asyncio.Future] = set()  # background work: wind-downs, live marks
         self._stopping = False
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -120,10 +120,12 @@ class EngineWorker:
         self._stopping = True
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*(
-            self._stop_session(session_id, reason, failed=failed)
-            for session_id in list(self.sessions)
-        ))
+        await asyncio.gather(
+            *(
+                self._stop_session(session_id, reason, failed=failed)
+                for session_id in list(self.sessions)
+            )
+        )
         if self._finishing:
             await asyncio.gather(*self._finishing, return_exceptions=True)
 
@@ -144,7 +146,8 @@ class EngineWorker:
                 logger.exception("could not start session %s", message.get("session_id"))
                 await self._finished(
                     str(message.get("session_id", "")),
-                    "The world engine could not start this world.", failed=True,
+                    "The world engine could not start this world.",
+                    failed=True,
                 )
 
     async def _control_loop(self) -> None:
@@ -192,16 +195,19 @@ class EngineWorker:
                     )
                     continue
                 latencies = sorted(stats.input_latency_ms)
-                await self._report(session_id, messages.engine_heartbeat(
-                    worker=self.config.name,
-                    frames=stats.frames,
-                    late_frames=stats.late_frames,
-                    frame_ms_p50=_median(stats.frame_ms),
-                    input_latency_ms_p50=_median(latencies),
-                    seconds_left=_seconds_left(live, now),
-                    last_seq=live.runner.last_applied_seq,
-                    bad_messages=live.peer.bad_messages if live.peer else 0,
-                ))
+                await self._report(
+                    session_id,
+                    messages.engine_heartbeat(
+                        worker=self.config.name,
+                        frames=stats.frames,
+                        late_frames=stats.late_frames,
+                        frame_ms_p50=_median(stats.frame_ms),
+                        input_latency_ms_p50=_median(latencies),
+                        seconds_left=_seconds_left(live, now),
+                        last_seq=live.runner.last_applied_seq,
+                        bad_messages=live.peer.bad_messages if live.peer else 0,
+                    ),
+                )
             await asyncio.sleep(HEARTBEAT_SECONDS)
 
     async def _store_heartbeats(self) -> None:
@@ -224,22 +230,33 @@ class EngineWorker:
         engine_session = await loop.run_in_executor(None, self.open_engine_session, spec)
         height, width = info["resolution"]
         frames = LatestFrames(height, width)
-        recorder = SessionRecorder(
+        recorder = RecordingWriter(
             self.config.recordings_root / session_id,
-            fps=info["fps"], width=width, height=height, spec=spec,
+            fps=info["fps"],
+            width=width,
+            height=height,
+            spec=spec,
         )
 
         def on_stop(reason: str) -> None:  # on the runner's thread
             loop.call_soon_threadsafe(self._track_finish, session_id, reason)
 
         runner = SessionRunner(
-            engine_session, frames, fps=info["fps"],
-            samples_per_frame=info["samples_per_frame"], recorder=recorder,
-            stamp_inputs=self.config.stamp_inputs, on_stop=on_stop,
+            engine_session,
+            frames,
+            fps=info["fps"],
+            samples_per_frame=info["samples_per_frame"],
+            recorder=recorder,
+            stamp_inputs=self.config.stamp_inputs,
+            on_stop=on_stop,
         )
         self.sessions[session_id] = LiveSession(
-            session_id=session_id, runner=runner, peer=None, frames=frames,
-            allowed_seconds=int(message.get("allowed_seconds") or 600), started=time.monotonic(),
+            session_id=session_id,
+            runner=runner,
+            peer=None,
+            frames=frames,
+            allowed_seconds=int(message.get("allowed_seconds") or 600),
+            started=time.monotonic(),
         )
         accepted = messages.engine_accepted(worker=self.config.name, worker_channel=self.channel)
         await self._report(session_id, accepted)
@@ -262,12 +279,15 @@ class EngineWorker:
         def connection_state(state: str) -> None:
             if state == "connected" and live.live_since is None:
                 live.live_since = time.monotonic()
-                asyncio.ensure_future(self._went_live(session_id))
+                self._in_background(self._went_live(session_id), f"marking {session_id} live")
             elif state == "failed":
                 logger.info("peer connection failed for %s", session_id)
 
         live.peer = PlayPeer(
-            live.runner, live.frames, fps=info["fps"], ice_servers=self.config.ice_servers,
+            live.runner,
+            live.frames,
+            fps=info["fps"],
+            ice_servers=self.config.ice_servers,
             video_codec=message.get("codec") or self.config.video_codec,
             on_connection_state=connection_state,
         )
@@ -277,9 +297,12 @@ class EngineWorker:
             logger.info("rejected an offer for %s: %s", session_id, exc)
             await live.peer.close()
             live.peer = None
-            await self.layer.send(reply_to, messages.engine_error(
-                message="The browser's connection offer could not be used; reload the page."
-            ))
+            await self.layer.send(
+                reply_to,
+                messages.engine_error(
+                    message="The browser's connection offer could not be used; reload the page."
+                ),
+            )
             return
         if not live.runner.started:
             live.runner.start()
@@ -314,9 +337,20 @@ class EngineWorker:
             await asyncio.get_running_loop().run_in_executor(None, live.runner.join, 5.0)
 
     def _track_finish(self, session_id: str, reason: str) -> None:
-        finishing = asyncio.ensure_future(self._runner_stopped(session_id, reason))
-        self._finishing.add(finishing)
-        finishing.add_done_callback(self._finishing.discard)
+        self._in_background(self._runner_stopped(session_id, reason), f"finishing {session_id}")
+
+    def _in_background(self, work: Coroutine[Any, Any, None], what: str) -> None:
+        """Run `work` without waiting for it, keeping a reference (an unreferenced task can be
+        collected mid-flight) and logging its failure (a dropped task loses its exception)."""
+        task = asyncio.ensure_future(work)
+        self._finishing.add(task)
+
+        def done(finished: asyncio.Future) -> None:
+            self._finishing.discard(finished)
+            if not finished.cancelled() and finished.exception() is not None:
+                logger.error("%s failed", what, exc_info=finished.exception())
+
+        task.add_done_callback(done)
 
     async def _runner_stopped(self, session_id: str, reason: str) -> None:
         live = self.sessions.pop(session_id, None)

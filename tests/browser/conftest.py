@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions.netns import CHROMIUM_FLAGS
+from tools.netns import CHROMIUM_FLAGS
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
@@ -35,8 +35,9 @@ def watch_csp(page, violations: list[str]) -> None:
     """Collect what the site's Content-Security-Policy blocks on `page` (none is allowed)."""
     page.on(
         "console",
-        lambda message: violations.append(message.text)
-        if "Content Security Policy" in message.text else None,
+        lambda message: (
+            violations.append(message.text) if "Content Security Policy" in message.text else None
+        ),
     )
 
 

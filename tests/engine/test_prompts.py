@@ -28,7 +28,21 @@ def test_unknown_text_is_no_event_not_an_error():
 
 
 def test_event_vocabulary_covers_the_issue():
-    for name in ("rain", "snow", "fog", "clear", "day", "dusk", "night", "fire", "rainbow",
-                 "spawn_dragon", "spawn_tree", "spawn_lantern", "gift_leaf", "gift_dragon",
-                 "companion_golden"):
+    for name in (
+        "rain",
+        "snow",
+        "fog",
+        "clear",
+        "day",
+        "dusk",
+        "night",
+        "fire",
+        "rainbow",
+        "spawn_dragon",
+        "spawn_tree",
+        "spawn_lantern",
+        "gift_leaf",
+        "gift_dragon",
+        "companion_golden",
+    ):
         assert name in EVENT_NAMES

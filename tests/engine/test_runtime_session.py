@@ -20,8 +20,15 @@ class FakeText:
     """Deterministic stand-in for MiniLM (loading the real one takes ~10 s)."""
 
     def encode(self, texts):
-        return np.stack([np.frombuffer(hashlib.sha256(t.encode()).digest() * 48, np.uint8)[:384]
-                         .astype(np.float32) / 255 for t in texts])
+        return np.stack(
+            [
+                np.frombuffer(hashlib.sha256(t.encode()).digest() * 48, np.uint8)[:384].astype(
+                    np.float32
+                )
+                / 255
+                for t in texts
+            ]
+        )
 
 
 def tiny_world() -> World:
@@ -87,19 +94,22 @@ def test_audio_samples_become_features():
     assert quiet == 0.0 and not onset
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"kind": "action", "keys": ["Q"]}, "unknown"),
-    ({"kind": "action", "keys": "W"}, "list of key names"),
-    ({"kind": "action", "keys": [], "yaw": float("nan")}, "yaw"),
-    ({"kind": "action", "keys": [], "pitch": 10.0}, "pitch"),
-    ({"kind": "prompt", "text": "   "}, "non-empty"),
-    ({"kind": "prompt", "text": "x" * 600}, "longer"),
-    ({"kind": "audio", "loudness": 1.5}, "loudness"),
-    ({"kind": "audio", "loudness": 0.5, "onset": "yes"}, "onset"),
-    ({"kind": "teleport"}, "kind"),
-    ({"kind": "action", "keys": [], "speed": 2}, "unknown fields"),
-    ("W", "dict"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"kind": "action", "keys": ["Q"]}, "unknown"),
+        ({"kind": "action", "keys": "W"}, "list of key names"),
+        ({"kind": "action", "keys": [], "yaw": float("nan")}, "yaw"),
+        ({"kind": "action", "keys": [], "pitch": 10.0}, "pitch"),
+        ({"kind": "prompt", "text": "   "}, "non-empty"),
+        ({"kind": "prompt", "text": "x" * 600}, "longer"),
+        ({"kind": "audio", "loudness": 1.5}, "loudness"),
+        ({"kind": "audio", "loudness": 0.5, "onset": "yes"}, "onset"),
+        ({"kind": "teleport"}, "kind"),
+        ({"kind": "action", "keys": [], "speed": 2}, "unknown fields"),
+        ("W", "dict"),
+    ],
+)
 def test_bad_events_raise_a_clear_error(world, bad, message):
     session = world.start({"seed": 0})
     with pytest.raises(EventError, match=message):
@@ -123,7 +133,8 @@ def test_bad_images_and_specs_and_closed_sessions(world):
 
 def test_parse_event_accepts_script_inputs():
     assert parse_event({"t": 5, "kind": "action", "keys": ["W"], "yaw": 0.2}) == Action(
-        ("W",), 0.2, 0.0)
+        ("W",), 0.2, 0.0
+    )
     assert parse_event({"kind": "prompt", "text": "make it rain"}) == Prompt("make it rain")
 
 
@@ -155,8 +166,9 @@ def test_sessions_open_from_their_themes_keyframes_when_the_weights_carry_them(t
     assert session.frame_index == 0
     assert session.next_chunk().pts.tolist() == [0.0]
     other = opened.start({"seed": 4, "theme": "frost_valley"})  # the seed picks the spawn point
-    assert not torch.equal(other.rollout.prev, opened.start({"seed": 3,
-                                                             "theme": "frost_valley"}).rollout.prev)
+    assert not torch.equal(
+        other.rollout.prev, opened.start({"seed": 3, "theme": "frost_valley"}).rollout.prev
+    )
     assert opened.start({"seed": 3}, opening=False).rollout.cache.frames == []
     assert w.start({"seed": 3}).rollout.cache.frames == []  # no openings file: empty history
 
@@ -165,8 +177,9 @@ def test_openings_that_do_not_match_the_tokenizers_are_refused():
     from engine.runtime.openings import Openings
 
     w = tiny_world()
-    wrong = Openings({"frost_valley": torch.zeros(1, 2, 8, 8, 8)},
-                     {"frost_valley": torch.zeros(1, 2, 32)})
+    wrong = Openings(
+        {"frost_valley": torch.zeros(1, 2, 8, 8, 8)}, {"frost_valley": torch.zeros(1, 2, 32)}
+    )
     with pytest.raises(ValueError, match="rebuild"):
         World(w.video_ae, w.audio_ae, w.model, FakeText(), openings=wrong)
 

@@ -12,8 +12,7 @@ def _onset_samples(audio: np.ndarray, hop: int = 32) -> np.ndarray:
     """Sample positions where the short-time energy jumps well above the recent level."""
     x = audio.astype(np.float32) / 32768
     energy = (x[: x.size // hop * hop].reshape(-1, hop) ** 2).mean(1)
-    recent = np.array([energy[max(0, k - 20) : k].mean() if k else 0.0
-                       for k in range(energy.size)])
+    recent = np.array([energy[max(0, k - 20) : k].mean() if k else 0.0 for k in range(energy.size)])
     jumps = np.nonzero((energy > 6 * recent) & (energy > 5e-3))[0]
     onsets = [j for i, j in enumerate(jumps) if i == 0 or j - jumps[i - 1] > 8]
     return np.asarray(onsets) * hop
@@ -57,8 +56,10 @@ def test_fire_crackles_and_the_creature_calls():
 
 
 def test_themes_have_distinct_ambient_beds():
-    beds = [build_audio_bank(get_theme(name), np.random.default_rng(0)).loops["ambient"]
-            for name in ("ember_forest", "neon_night")]
+    beds = [
+        build_audio_bank(get_theme(name), np.random.default_rng(0)).loops["ambient"]
+        for name in ("ember_forest", "neon_night")
+    ]
     assert abs(_centroid(beds[0]) - _centroid(beds[1])) > 20
 
 

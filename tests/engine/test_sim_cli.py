@@ -14,8 +14,24 @@ def test_bench_prints_one_json_object_with_fps_and_resolution(capsys):
 
 
 def test_render_writes_an_mp4_with_sound_and_a_contact_sheet(tmp_path, capsys):
-    assert main(["render", "--seed", "2", "--frames", "30", "--out", str(tmp_path),
-                 "--theme", "neon_night", "--resolution", "64"]) == 0
+    assert (
+        main(
+            [
+                "render",
+                "--seed",
+                "2",
+                "--frames",
+                "30",
+                "--out",
+                str(tmp_path),
+                "--theme",
+                "neon_night",
+                "--resolution",
+                "64",
+            ]
+        )
+        == 0
+    )
     paths = json.loads(capsys.readouterr().out)
     with av.open(paths["mp4"]) as container:
         assert container.streams.video[0].codec_context.name == "h264"

@@ -48,8 +48,9 @@ def test_a_dragon_frightens_it_away():
     assert frames[-1].labels["creature_distance"] > near + 8
 
 
-@pytest.mark.parametrize(("gift", "mood", "closer"), [("leaf", "happy", True),
-                                                      ("dragon", "afraid", False)])
+@pytest.mark.parametrize(
+    ("gift", "mood", "closer"), [("leaf", "happy", True), ("dragon", "afraid", False)]
+)
 def test_a_later_encounter_depends_on_the_remembered_gift(gift, mood, closer):
     world = _world()
     run(world, None, 100)

@@ -9,8 +9,11 @@ def _play(seed: int, resolution: int = 64, frames: int = 120):
     script = showcase_script(seed, "misty_coast", frames)
     world = SimWorld(script.world_spec(resolution))
     out = [world.step(i) for i in script.frame_inputs()]
-    return (np.stack([f.rgb for f in out]), np.stack([f.audio for f in out]),
-            np.stack([f.labels for f in out]))
+    return (
+        np.stack([f.rgb for f in out]),
+        np.stack([f.audio for f in out]),
+        np.stack([f.labels for f in out]),
+    )
 
 
 def test_same_seed_and_inputs_give_identical_frames_audio_and_labels():
@@ -22,13 +25,14 @@ def test_same_seed_and_inputs_give_identical_frames_audio_and_labels():
 
 def test_reset_replays_the_same_episode():
     world = SimWorld(WorldSpec(seed=2, resolution=64))
-    inputs = [FrameInputs.hold("W", prompts=("make it rain",) if i == 3 else ())
-              for i in range(20)]
+    inputs = [FrameInputs.hold("W", prompts=("make it rain",) if i == 3 else ()) for i in range(20)]
     first = [world.step(i) for i in inputs]
     world.reset()
     second = [world.step(i) for i in inputs]
-    assert all(np.array_equal(x.rgb, y.rgb) and np.array_equal(x.audio, y.audio)
-               for x, y in zip(first, second, strict=True))
+    assert all(
+        np.array_equal(x.rgb, y.rgb) and np.array_equal(x.audio, y.audio)
+        for x, y in zip(first, second, strict=True)
+    )
 
 
 def test_different_seeds_give_different_worlds():

@@ -143,8 +143,11 @@ def test_lanterns_pulse_with_audio_input():
     world = _twins(setup=("make it night", "spawn a lantern"))[0]
     quiet = world.step().rgb
     world.loudness = 0.0
-    loud = world.step(FrameInputs(audio=__import__("engine.sim", fromlist=["AudioInput"])
-                                  .AudioInput(1.0, onset=True))).rgb
+    loud = world.step(
+        FrameInputs(
+            audio=__import__("engine.sim", fromlist=["AudioInput"]).AudioInput(1.0, onset=True)
+        )
+    ).rgb
     assert luminance(loud) > luminance(quiet) * 1.03
 
 
@@ -155,9 +158,11 @@ def test_reference_image_sets_the_palette():
     tinted = tinted_world.step().rgb.astype(float)
     bottom = slice(96, 128)
     assert tinted[bottom, :, 1].mean() - tinted[bottom, :, 0].mean() > (
-        plain[bottom, :, 1].mean() - plain[bottom, :, 0].mean() + 30)  # ground turns green
-    later = tinted_world.step(FrameInputs(image={"sky": [250, 80, 0], "foliage": [0, 0, 0],
-                                                 "ground": [250, 80, 0]}))
+        plain[bottom, :, 1].mean() - plain[bottom, :, 0].mean() + 30
+    )  # ground turns green
+    later = tinted_world.step(
+        FrameInputs(image={"sky": [250, 80, 0], "foliage": [0, 0, 0], "ground": [250, 80, 0]})
+    )
     assert later.labels["image_event"]
     assert later.rgb[bottom, :, 0].mean() > tinted[bottom, :, 0].mean() + 40
 

@@ -81,8 +81,10 @@ def _walk_into(world, target_material, frames=80):
         for dx in range(6, 12):
             sx, sy = tx - dx, ty
             if not world.blocked[sy % 256, sx % 256] and all(
-                    not world.blocked[sy % 256, (sx + k) % 256] or
-                    material[sy % 256, (sx + k) % 256] == target_material for k in range(dx)):
+                not world.blocked[sy % 256, (sx + k) % 256]
+                or material[sy % 256, (sx + k) % 256] == target_material
+                for k in range(dx)
+            ):
                 place_player(world, sx + 0.5, sy + 0.5, 0.0)
                 visited = []
                 for _ in range(frames):

@@ -23,14 +23,20 @@ def _script(*inputs, **top):
         (_script({"t": -1, "kind": "action"}), r"inputs\[0\]\.t: negative"),
         (_script({"t": 1.5, "kind": "action"}), r"inputs\[0\]\.t: must be an integer"),
         (_script({"kind": "action"}), r"inputs\[0\]\.t: missing"),
-        (_script({"t": 0, "kind": "action"}, {"t": 20, "kind": "action"}),
-         r"inputs\[1\]\.t: frame 20 is beyond"),
+        (
+            _script({"t": 0, "kind": "action"}, {"t": 20, "kind": "action"}),
+            r"inputs\[1\]\.t: frame 20 is beyond",
+        ),
         (_script({"t": 0, "kind": "dance"}), r"inputs\[0\]\.kind: unknown kind 'dance'"),
-        (_script({"t": 0, "kind": "prompt", "event": "earthquake"}),
-         r"inputs\[0\]\.event: unknown event 'earthquake'"),
+        (
+            _script({"t": 0, "kind": "prompt", "event": "earthquake"}),
+            r"inputs\[0\]\.event: unknown event 'earthquake'",
+        ),
         (_script({"t": 0, "kind": "prompt"}), r"inputs\[0\]: a prompt needs"),
-        (_script({"t": 0, "kind": "prompt", "text": "make it rain", "event": "snow"}),
-         r"inputs\[0\]\.text: does not name event"),
+        (
+            _script({"t": 0, "kind": "prompt", "text": "make it rain", "event": "snow"}),
+            r"inputs\[0\]\.text: does not name event",
+        ),
         (_script({"t": 0, "kind": "action", "keys": ["Q"]}), r"inputs\[0\]\.keys"),
         (_script({"t": 0, "kind": "action", "yaw": "left"}), r"inputs\[0\]\.yaw"),
         (_script({"t": 0, "kind": "audio", "loudness": 3}), r"inputs\[0\]\.loudness"),
@@ -52,12 +58,14 @@ def test_strict_mode_rejects_text_that_names_no_event():
 
 
 def test_keys_are_held_until_the_next_action_and_deltas_apply_once():
-    script = parse_script(_script(
-        {"t": 2, "kind": "action", "keys": ["W", "LEFT"], "yaw": 0.2},
-        {"t": 5, "kind": "action", "keys": []},
-        {"t": 3, "kind": "prompt", "event": "rain"},
-        {"t": 4, "kind": "audio", "loudness": 0.7, "onset": True},
-    ))
+    script = parse_script(
+        _script(
+            {"t": 2, "kind": "action", "keys": ["W", "LEFT"], "yaw": 0.2},
+            {"t": 5, "kind": "action", "keys": []},
+            {"t": 3, "kind": "prompt", "event": "rain"},
+            {"t": 4, "kind": "audio", "loudness": 0.7, "onset": True},
+        )
+    )
     frames = script.frame_inputs()
     held = KEY_BITS["W"] | KEY_BITS["LEFT"]
     assert [f.keys for f in frames[:7]] == [0, 0, held, held, held, 0, 0]
@@ -67,9 +75,16 @@ def test_keys_are_held_until_the_next_action_and_deltas_apply_once():
 
 
 def test_scripts_round_trip_and_run(tmp_path):
-    script = parse_script(_script({"t": 1, "kind": "prompt", "text": "make it snow"},
-                                  reference_image={"sky": [10, 20, 200], "foliage": [0, 90, 0],
-                                                   "ground": [200, 200, 200]}))
+    script = parse_script(
+        _script(
+            {"t": 1, "kind": "prompt", "text": "make it snow"},
+            reference_image={
+                "sky": [10, 20, 200],
+                "foliage": [0, 90, 0],
+                "ground": [200, 200, 200],
+            },
+        )
+    )
     path = tmp_path / "episodes.json"
     path.write_text(json.dumps([script.to_json(), script.to_json()]))
     loaded = load_scripts(path)

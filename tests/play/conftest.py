@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from sessions.netns import NetworkNamespace
+from tools.netns import NetworkNamespace
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sessions.export_builder import decode_recording, open_recording
+from worldsite.engine_gateway.recording import decode_recording, open_recording
 
 
 def recorded_session(folder: Path, timeout: float = 15) -> tuple[np.ndarray, list[dict]]:

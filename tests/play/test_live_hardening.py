@@ -12,11 +12,11 @@ import pytest
 from django.test import Client
 
 from sessions import services
-from sessions.fuzz import malformed_messages
 from sessions.models import PlaySession
-from sessions.player import PlayClient
 from tests.factories import UserFactory, WorldFactory
 from tests.play.recordings import recorded_session
+from tools.fuzz import malformed_messages
+from tools.player import PlayClient
 
 pytestmark = [pytest.mark.play, pytest.mark.django_db(transaction=True)]
 
@@ -81,8 +81,13 @@ async def test_huge_posts_get_413_and_live_video_keeps_its_pace(embedded_server)
         # Anonymous POSTs of 60 MB (multipart, urlencoded, chunked), from another process so
         # building and sending them does not slow this player's decoding.
         poster = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", POSTER, embedded_server, str(BIG),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            sys.executable,
+            "-c",
+            POSTER,
+            embedded_server,
+            str(BIG),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
         )
         quiet = time.monotonic()
         await player.hold_for(["A"], 4.0)  # the pace without the attack, while it builds bodies
@@ -154,8 +159,6 @@ async def test_sigterm_ends_live_sessions_cleanly_and_exits_within_10_s(servers,
     assert any("server is restarting" in m["reason"] for m in told), player.messages[-5:]
     session = await asyncio.to_thread(PlaySession.objects.get, pk=session_id)
     assert session.state == "ended" and "server is restarting" in session.end_reason
-    frames, _ = await asyncio.to_thread(
-        recorded_session, settings.RECORDINGS_ROOT / session_id, 2
-    )
+    frames, _ = await asyncio.to_thread(recorded_session, settings.RECORDINGS_ROOT / session_id, 2)
     meta = json.loads((settings.RECORDINGS_ROOT / session_id / "meta.json").read_text())
     assert "server is restarting" in meta["end_reason"] and len(frames) == meta["frames"] >= 20

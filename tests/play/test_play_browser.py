@@ -70,8 +70,9 @@ def _play_in_browser(browser, base: str, user, world, *, walk: bool, shots: str 
     page.goto(base + world.get_absolute_url())
     page.click("text=Play this world")
     page.wait_for_url("**/play/**")
-    policy = page.evaluate("async () => (await fetch(location.href)).headers.get("
-                           "'content-security-policy')")
+    policy = page.evaluate(
+        "async () => (await fetch(location.href)).headers.get('content-security-policy')"
+    )
     assert "script-src 'self'" in policy  # the play page streams under the site's CSP
     # Predicates as functions, not strings: the page's CSP forbids eval, which strings need.
     page.wait_for_function(
@@ -120,8 +121,9 @@ def test_play_in_the_browser(servers, netns, chromium_in, settings):
     seen = _play_in_browser(
         chromium_in, f"http://{host}", walker, world, walk=True, shots="20-play"
     )
-    seen_idle = _play_in_browser(chromium_in, f"http://{host}", idler, world, walk=False,
-                                 shots=None)
+    seen_idle = _play_in_browser(
+        chromium_in, f"http://{host}", idler, world, walk=False, shots=None
+    )
     print("what the walker's page saw (brightness, motion):", seen)
     print("what the idler's page saw:", seen_idle)
     # In the page itself: after "make it night" the <video> is darker than before the sentence
@@ -148,6 +150,6 @@ def test_play_in_the_browser(servers, netns, chromium_in, settings):
     # second before it, while the same sessions without the sentence drift by under 2.
     for frames, log in ((walked, inputs), (stood, stood_inputs)):
         typed = first_frame_with(log, text="make it night")
-        before = float(frames[typed - 20:typed].mean())
-        after = float(frames[typed + 30:typed + 50].mean())
+        before = float(frames[typed - 20 : typed].mean())
+        after = float(frames[typed + 30 : typed + 50].mean())
         assert after < before - 4, ("make it night did not darken the picture", before, after)

@@ -10,9 +10,9 @@ from django.test import Client
 
 from sessions import services
 from sessions.models import PlaySession
-from sessions.player import PlayClient
 from tests.factories import UserFactory, WorldFactory
 from tests.play.recordings import divergence, first_frame_with, recorded_session
+from tools.player import PlayClient
 
 pytestmark = [pytest.mark.play, pytest.mark.django_db(transaction=True)]
 

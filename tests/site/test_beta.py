@@ -35,7 +35,8 @@ def test_second_application_from_same_address_is_answered_not_duplicated(client)
         follow=True,
     )
     fresh = client.post(
-        APPLY, {"email": "bob@example.com", "name": "Bob", "intent": "Never applied before."},
+        APPLY,
+        {"email": "bob@example.com", "name": "Bob", "intent": "Never applied before."},
         follow=True,
     )
     # The same page either way: it must not tell a stranger whether an address has applied.

@@ -67,8 +67,11 @@ def _settings_in_fresh_process(**env: str) -> dict:
         "print(json.dumps([s.ENGINE_CAPACITY, s.ENGINE_WORKER_CAPACITY, s.ENGINE_EMBEDDED]))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", script], env={**clean, **env, "DJANGO_SETTINGS_MODULE":
-        "worldsite.settings"}, capture_output=True, text=True, check=True,
+        [sys.executable, "-c", script],
+        env={**clean, **env, "DJANGO_SETTINGS_MODULE": "worldsite.settings"},
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout.splitlines()[-1])
 
@@ -78,9 +81,7 @@ def test_embedded_defaults_admit_no_more_sessions_than_the_worker_runs():
     30 s with 'No world engine is free' instead of being queued."""
     capacity, worker_capacity, embedded = _settings_in_fresh_process()
     assert embedded and capacity == worker_capacity == 1
-    capacity, worker_capacity, _ = _settings_in_fresh_process(
-        WORLDSITE_ENGINE_WORKER_CAPACITY="3"
-    )
+    capacity, worker_capacity, _ = _settings_in_fresh_process(WORLDSITE_ENGINE_WORKER_CAPACITY="3")
     assert capacity == worker_capacity == 3
 
 

@@ -123,10 +123,15 @@ async def test_a_claimed_session_whose_page_never_connects_is_ended(worker_setup
     await layer.group_add(session_group("s1"), page)
     task = asyncio.ensure_future(worker.run())
     try:
-        await layer.send(START_CHANNEL, {
-            "type": "engine.start", "session_id": "s1", "allowed_seconds": 60,
-            "spec": {"seed": 1, "theme": "misty_coast"},
-        })
+        await layer.send(
+            START_CHANNEL,
+            {
+                "type": "engine.start",
+                "session_id": "s1",
+                "allowed_seconds": 60,
+                "spec": {"seed": 1, "theme": "misty_coast"},
+            },
+        )
         await _next(layer, page, "engine.accepted")
         await _until(lambda: store.finished)
         [(session_id, reason, failed)] = store.finished
@@ -146,27 +151,47 @@ async def test_closing_a_stale_tab_does_not_end_the_session_in_the_newer_one(wor
     await layer.group_add(session_group("s1"), page)
     task = asyncio.ensure_future(worker.run())
     try:
-        await layer.send(START_CHANNEL, {
-            "type": "engine.start", "session_id": "s1", "allowed_seconds": 60,
-            "spec": {"seed": 1, "theme": "misty_coast"},
-        })
+        await layer.send(
+            START_CHANNEL,
+            {
+                "type": "engine.start",
+                "session_id": "s1",
+                "allowed_seconds": 60,
+                "spec": {"seed": 1, "theme": "misty_coast"},
+            },
+        )
         accepted = await _next(layer, page, "engine.accepted")
         old_tab, new_tab = await layer.new_channel(), await layer.new_channel()
         for tab in (old_tab, new_tab):
-            await layer.send(accepted["worker_channel"], {
-                "type": "engine.offer", "session_id": "s1", "reply_channel": tab,
-                "sdp": "v=0\r\nnot really\r\n",
-            })
+            await layer.send(
+                accepted["worker_channel"],
+                {
+                    "type": "engine.offer",
+                    "session_id": "s1",
+                    "reply_channel": tab,
+                    "sdp": "v=0\r\nnot really\r\n",
+                },
+            )
             await asyncio.wait_for(layer.receive(tab), 5)
-        await layer.send(accepted["worker_channel"], {
-            "type": "engine.detach", "session_id": "s1", "reply_channel": old_tab,
-        })
+        await layer.send(
+            accepted["worker_channel"],
+            {
+                "type": "engine.detach",
+                "session_id": "s1",
+                "reply_channel": old_tab,
+            },
+        )
         await asyncio.sleep(1.5)  # several heartbeat rounds past the grace
         assert "s1" in worker.sessions and store.finished == []
 
-        await layer.send(accepted["worker_channel"], {
-            "type": "engine.detach", "session_id": "s1", "reply_channel": new_tab,
-        })
+        await layer.send(
+            accepted["worker_channel"],
+            {
+                "type": "engine.detach",
+                "session_id": "s1",
+                "reply_channel": new_tab,
+            },
+        )
         await _until(lambda: store.finished)
         assert store.finished == [("s1", "Player left.", False)]
     finally:

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions import export_services, services
+from sessions import export_jobs, export_services, services
 from sessions.export_builder import TITLE_SECONDS
 from sessions.models import PlaySession, SessionExport, UserQuota
 from tests.factories import UserFactory
@@ -198,7 +198,7 @@ def test_finished_exports_are_not_rebuilt(
         member, _recorded_session(member, world, settings), django_capture_on_commit_callbacks
     )
     name = export.file.name
-    assert export_services.export_run(export_id=str(export.pk)) == "done"
+    assert export_jobs.export_run(export_id=str(export.pk)) == "done"
     export.refresh_from_db()
     assert export.file.name == name and export.attempts == 1
 
@@ -211,7 +211,7 @@ def test_expired_exports_lose_their_files(
     )
     path = export.file.path
     SessionExport.objects.filter(pk=export.pk).update(expires_at=timezone.now())
-    assert export_services.exports_expire() == 1
+    assert export_jobs.exports_expire() == 1
     export.refresh_from_db()
     assert export.status == "expired" and not export.file
     import os

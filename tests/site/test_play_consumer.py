@@ -14,11 +14,11 @@ from django.core.files.base import ContentFile
 from PIL import Image
 
 from sessions import services
-from sessions.images import decode_png
 from sessions.messages import START_CHANNEL, session_group
 from sessions.models import PlaySession
 from sessions.routing import websocket_urlpatterns
 from tests.factories import UserFactory, WorldFactory
+from worldsite.engine_gateway.pictures import decode_png
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -179,9 +179,7 @@ async def test_engine_handshake_relays_sdp_and_marks_live(world_and_players):
         if message.get("state") in ("ended", "failed"):
             closing.append(message)
     # One closing message (there used to be two: the consumer's own and the service's).
-    assert closing == [
-        {"type": "status", "state": "ended", "reason": "Player ended the session."}
-    ]
+    assert closing == [{"type": "status", "state": "ended", "reason": "Player ended the session."}]
     assert await _state(session_id) == ("ended", "Player ended the session.")
     stop = await asyncio.wait_for(layer.receive(worker_channel), 10)
     assert stop == {
@@ -205,9 +203,10 @@ async def _nothing(layer, channel) -> bool:
 
 def _finish_as_worker(session_id: str) -> None:
     session = PlaySession.objects.get(pk=session_id)
-    assert services.session_finish(
-        session=session, reason="Player ended the session.", by_worker=True
-    ) is False
+    assert (
+        services.session_finish(session=session, reason="Player ended the session.", by_worker=True)
+        is False
+    )
 
 
 @pytest.mark.parametrize(
@@ -268,9 +267,14 @@ async def test_late_beats_on_a_busy_web_loop_never_fail_a_healthy_session(world_
     await database_sync_to_async(services.session_claim_worker)(
         session_id=session_id, worker_name="busy", worker_channel="engine-worker.busy!x"
     )
-    await get_channel_layer().group_send(session_group(session_id), {
-        "type": "engine.accepted", "worker": "busy", "worker_channel": "engine-worker.busy!x",
-    })
+    await get_channel_layer().group_send(
+        session_group(session_id),
+        {
+            "type": "engine.accepted",
+            "worker": "busy",
+            "worker_channel": "engine-worker.busy!x",
+        },
+    )
     for _ in range(5):  # 2.5 x the heartbeat timeout without a beat reaching the page
         await asyncio.sleep(1.0)
         await database_sync_to_async(services.sessions_heartbeat)(session_ids=[session_id])
@@ -326,7 +330,7 @@ async def test_generated_garbage_on_a_live_sessions_socket_leaves_the_session_li
 ):
     """Fuzz: mutated messages on the socket of a live session. The socket is closed for too many
     bad messages (the page reconnects); the session itself stays live on its worker."""
-    from sessions.fuzz import malformed_messages
+    from tools.fuzz import malformed_messages
 
     world, owner, _ = world_and_players
     reservation, session_id, communicator = await _started_by(owner, world)
@@ -336,9 +340,14 @@ async def test_generated_garbage_on_a_live_sessions_socket_leaves_the_session_li
         session_id=session_id, worker_name="w", worker_channel=worker
     )
     await database_sync_to_async(services.session_mark_live)(session=reservation.session)
-    await layer.group_send(session_group(session_id), {
-        "type": "engine.accepted", "worker": "w", "worker_channel": worker,
-    })
+    await layer.group_send(
+        session_group(session_id),
+        {
+            "type": "engine.accepted",
+            "worker": "w",
+            "worker_channel": worker,
+        },
+    )
     for raw in filter(_rejected_by_the_ws_parser, malformed_messages(300, seed=3)):
         if isinstance(raw, bytes):
             await communicator.send_to(bytes_data=raw)
@@ -360,7 +369,9 @@ async def test_generated_garbage_on_a_live_sessions_socket_leaves_the_session_li
 async def test_unknown_websocket_paths_are_refused_without_an_error(path):
     from worldsite.asgi import application
 
-    communicator = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://127.0.0.1")])
+    communicator = WebsocketCommunicator(
+        application, path, headers=[(b"origin", b"http://127.0.0.1")]
+    )
     connected, _ = await communicator.connect()
     assert connected is False  # refused at the handshake, no exception from the router
     await communicator.disconnect()

@@ -12,8 +12,8 @@ import pytest
 
 from sessions.worker.media import LatestFrames, upsample_16k_to_48k
 from sessions.worker.microphone import MicrophoneFeatures
-from sessions.worker.recorder import SessionRecorder
 from sessions.worker.runner import SessionRunner, stamp_sequence
+from worldsite.engine_gateway.recording import RecordingWriter
 
 
 def test_upsampling_keeps_the_waveform_and_triples_the_length():
@@ -102,7 +102,7 @@ def test_runner_paces_frames_applies_inputs_and_survives_bad_events():
 
 def test_runner_crash_ends_only_the_session_and_closes_the_recording(tmp_path):
     engine = CountingEngine(fail_after=5)
-    recorder = SessionRecorder(tmp_path / "rec", fps=20, width=16, height=16, spec={})
+    recorder = RecordingWriter(tmp_path / "rec", fps=20, width=16, height=16, spec={})
     reasons = []
     runner = SessionRunner(
         engine,
@@ -122,7 +122,7 @@ def test_runner_crash_ends_only_the_session_and_closes_the_recording(tmp_path):
 
 def test_recording_of_a_killed_worker_is_still_readable(tmp_path):
     """Fragmented MP4: frames written before a crash decode without the file being closed."""
-    recorder = SessionRecorder(tmp_path, fps=20, width=32, height=32, spec={"theme": "x"})
+    recorder = RecordingWriter(tmp_path, fps=20, width=32, height=32, spec={"theme": "x"})
     for index in range(60):
         recorder.write_frame(np.full((32, 32, 3), index * 4, np.uint8), np.zeros(800, np.int16))
     # No close(): as if the process died here.

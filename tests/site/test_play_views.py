@@ -106,7 +106,8 @@ def test_image_upload_needs_a_running_session(client, member, world):
 
 def test_suggested_prompts_are_understood_by_the_engine():
     from engine.sim import resolve
-    from sessions.views import DEFAULT_PROMPTS, SUGGESTED_PROMPTS
+    from worldsite.engine_gateway.constants import DEFAULT_PROMPTS, THEMES
 
-    for prompt in DEFAULT_PROMPTS + [p for ps in SUGGESTED_PROMPTS.values() for p in ps]:
+    suggested = [p for theme in THEMES for p in theme.suggested_prompts]
+    for prompt in [*DEFAULT_PROMPTS, *suggested]:
         assert resolve(prompt).event is not None, prompt

@@ -5,7 +5,7 @@ import stat
 import subprocess
 import sys
 
-from sessions.worker.recorder import SessionRecorder
+from worldsite.engine_gateway.recording import RecordingWriter
 
 
 def _mode(path) -> int:
@@ -16,7 +16,7 @@ def test_recordings_are_owner_only_whatever_the_umask(tmp_path):
     previous = os.umask(0o022)
     try:
         root = tmp_path / "recordings"
-        recorder = SessionRecorder(root / "s1", fps=20, width=16, height=16, spec={})
+        recorder = RecordingWriter(root / "s1", fps=20, width=16, height=16, spec={})
         recorder.close("done")
     finally:
         os.umask(previous)
@@ -26,11 +26,16 @@ def test_recordings_are_owner_only_whatever_the_umask(tmp_path):
 def test_the_var_folder_is_created_owner_only(tmp_path):
     var = tmp_path / "var"
     env = {
-        **os.environ, "WORLDSITE_VAR_DIR": str(var), "DJANGO_SECRET_KEY": "",
+        **os.environ,
+        "WORLDSITE_VAR_DIR": str(var),
+        "DJANGO_SECRET_KEY": "",
         "DJANGO_SETTINGS_MODULE": "worldsite.settings",
     }
     subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"], env=env, check=True, cwd=".",
+        [sys.executable, "-c", "import django; django.setup()"],
+        env=env,
+        check=True,
+        cwd=".",
     )
     assert _mode(var) == 0o700
     assert _mode(var / "secret_key") == 0o600

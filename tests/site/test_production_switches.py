@@ -26,7 +26,9 @@ def _settings_with(**env: str) -> subprocess.CompletedProcess:
         " s.SECURE_HSTS_SECONDS, s.SECURE_PROXY_SSL_HEADER]))"
     )
     return subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True,
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
         env={**clean, **env, "DJANGO_SETTINGS_MODULE": "worldsite.settings"},
     )
 
@@ -36,7 +38,11 @@ def test_django_secure_turns_on_every_tls_switch_at_once():
     assert json.loads(plain.stdout.splitlines()[-1]) == [False, False, False, 0, None]
     secure = _settings_with(DJANGO_SECURE="1", WORLDSITE_SITE_URL="https://worlds.example.org")
     assert json.loads(secure.stdout.splitlines()[-1]) == [
-        True, True, True, 31_536_000, ["HTTP_X_FORWARDED_PROTO", "https"]
+        True,
+        True,
+        True,
+        31_536_000,
+        ["HTTP_X_FORWARDED_PROTO", "https"],
     ]
     mismatch = _settings_with(DJANGO_SECURE="1", WORLDSITE_SITE_URL="http://worlds.example.org")
     assert mismatch.returncode != 0
@@ -70,8 +76,9 @@ def test_password_reset_links_follow_site_url_not_the_host_header(client, member
     assert response.status_code == 302
     [message] = mail.outbox
     links = re.findall(r"\S+://\S+", message.body)
-    assert links and all(link.startswith("https://worlds.example.org/accounts/reset/")
-                         for link in links), links
+    assert links and all(
+        link.startswith("https://worlds.example.org/accounts/reset/") for link in links
+    ), links
     assert "evil.example" not in message.body + message.subject
 
 
@@ -80,7 +87,8 @@ def test_admin_invitations_link_to_site_url(client, admin_user, settings):
     settings.ALLOWED_HOSTS = ["*"]
     client.force_login(admin_user)
     client.post(
-        reverse("admin:accounts_invitation_add"), {"email": "vip@example.com"},
+        reverse("admin:accounts_invitation_add"),
+        {"email": "vip@example.com"},
         HTTP_HOST="evil.example",
     )
     [message] = mail.outbox

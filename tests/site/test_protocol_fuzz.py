@@ -7,7 +7,6 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessions.fuzz import malformed_messages
 from sessions.protocol import (
     MAX_CAMERA_DELTA,
     MAX_PROMPT_CHARS,
@@ -16,29 +15,39 @@ from sessions.protocol import (
     parse_ws_message,
 )
 from sessions.worker.peer import PlayPeer
+from tools.fuzz import malformed_messages
 
 FIELDS = ["type", "sdp", "t", "keys", "yaw", "pitch", "seq", "text"]
 TYPES = ["offer", "end", "ping", "input", "prompt", "", "gift", "INPUT"]
 
 scalars = (
-    st.none() | st.booleans() | st.text(max_size=40) | st.sampled_from(TYPES)
+    st.none()
+    | st.booleans()
+    | st.text(max_size=40)
+    | st.sampled_from(TYPES)
     | st.integers(min_value=-(10**500), max_value=10**500)
     | st.floats(allow_nan=True, allow_infinity=True)
 )
 json_values = st.recursive(
     scalars,
-    lambda children: st.lists(children, max_size=5)
-    | st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=8), children, max_size=6),
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=8), children, max_size=6)
+    ),
     max_leaves=30,
 )
 messages = st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=8).map(
     lambda d: json.dumps(d)
 )
 deep = st.integers(min_value=1, max_value=30_000).map(lambda n: "[" * n + "]" * n)
-huge_numbers = st.tuples(st.sampled_from(["t", "yaw", "pitch", "seq", "keys"]),
-                         st.integers(min_value=300, max_value=2000)).map(
-    lambda fd: json.dumps({"type": "ping" if fd[0] == "t" else "input"})[:-1]
-    + f', "{fd[0]}": {"9" * fd[1]}}}'
+huge_numbers = st.tuples(
+    st.sampled_from(["t", "yaw", "pitch", "seq", "keys"]),
+    st.integers(min_value=300, max_value=2000),
+).map(
+    lambda fd: (
+        json.dumps({"type": "ping" if fd[0] == "t" else "input"})[:-1]
+        + f', "{fd[0]}": {"9" * fd[1]}}}'
+    )
 )
 raw_inputs = (
     messages | deep | huge_numbers | st.text(max_size=300) | st.binary(max_size=300) | st.none()

@@ -61,7 +61,10 @@ def test_password_reset_mails_are_limited_per_address(client, member):
     """10 reset mails to one address were all sent."""
     url = reverse("password_reset")
     attempt, response = _post_until_limited(
-        client, url, lambda i: {"email": "member@example.com"}, 10,
+        client,
+        url,
+        lambda i: {"email": "member@example.com"},
+        10,
         REMOTE_ADDR="10.1.1.1",
     )
     assert attempt == 3 and len(mail.outbox) == 3
@@ -71,7 +74,8 @@ def test_password_reset_mails_are_limited_per_address(client, member):
 def test_beta_applications_are_limited_per_address(client):
     url = reverse("accounts:beta_apply")
     attempt, response = _post_until_limited(
-        client, url,
+        client,
+        url,
         lambda i: {"email": f"a{i}@example.com", "name": "A", "intent": "I would like to try it."},
         10,
     )
@@ -118,5 +122,10 @@ def test_every_table_entry_is_applied_to_a_view_and_unknown_names_are_refused():
     with pytest.raises(KeyError):
         rate_limited("no-such-view")
     assert set(RATE_LIMITS) == {
-        "login", "password_reset", "beta_apply", "play_image", "play_start", "export_start"
+        "login",
+        "password_reset",
+        "beta_apply",
+        "play_image",
+        "play_start",
+        "export_start",
     }

@@ -6,9 +6,9 @@ import json
 import numpy as np
 from PIL import Image
 
-from sessions.export_builder import open_recording, replay_inputs
-from sessions.images import decode_png, shrink_to_png
-from sessions.worker.recorder import REFERENCE_FILE, SessionRecorder
+from sessions.export_builder import replay_inputs
+from worldsite.engine_gateway.pictures import decode_png, shrink_to_png
+from worldsite.engine_gateway.recording import REFERENCE_FILE, RecordingWriter, open_recording
 
 
 class _FakeEngineSession:
@@ -29,7 +29,7 @@ def test_reference_picture_is_recorded_and_handed_to_the_re_render(tmp_path):
     png, width, height = shrink_to_png(io.BytesIO(buffer.getvalue()))
     assert (width, height) == (128, 64)
     spec = {"seed": 3, "theme": "misty_coast", "reference_png": png}
-    recorder = SessionRecorder(tmp_path, fps=20, width=128, height=128, spec=spec)
+    recorder = RecordingWriter(tmp_path, fps=20, width=128, height=128, spec=spec)
     recorder.write_frame(np.zeros((128, 128, 3), np.uint8), np.zeros(800, np.int16))
     recorder.close("Player left.")
 

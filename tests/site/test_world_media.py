@@ -4,7 +4,7 @@ import av
 import pytest
 from PIL import Image
 
-from gallery import services
+from gallery import media_jobs, services
 from gallery.models import MediaStatus, World
 from gallery.tasks import world_render_media
 from tests.factories import WorldFactory
@@ -44,11 +44,11 @@ def test_only_look_changes_redraw_and_old_files_go(media_on, django_capture_on_c
     first_thumbnail = world.thumbnail.name
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         world.title = "A new name"
-        world.save()
+        services.world_save(world=world)
     assert callbacks == []  # the title does not change how the world looks
     with django_capture_on_commit_callbacks(execute=True):
         world.seed = world.seed + 1
-        world.save()
+        services.world_save(world=world)
     world.refresh_from_db()
     assert world.media_rendered_version == 2 and world.thumbnail.name != first_thumbnail
     assert not world.thumbnail.storage.exists(first_thumbnail)
@@ -110,7 +110,7 @@ def test_the_reference_picture_reaches_the_model_as_small_png_bytes(monkeypatch)
 
     from django.core.files.base import ContentFile
 
-    from sessions.images import decode_png
+    from worldsite.engine_gateway.pictures import decode_png
 
     world = WorldFactory()
     buffer = io.BytesIO()
@@ -124,7 +124,7 @@ def test_the_reference_picture_reaches_the_model_as_small_png_bytes(monkeypatch)
 
     monkeypatch.setattr("gallery.media.render_world_media", capture)
     with pytest.raises(RuntimeError, match="captured"):
-        services.world_media_render(world_id=world.pk, version=world.media_version)
+        media_jobs.world_media_render(world_id=world.pk, version=world.media_version)
     assert "reference_image" not in seen  # no path: a Celery worker may not share this storage
     picture = decode_png(seen["reference_png"])
     assert picture.shape == (64, 128, 3) and tuple(picture[0, 0]) == (10, 120, 30)

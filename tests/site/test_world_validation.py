@@ -11,7 +11,6 @@ from django.urls import reverse
 from PIL import Image
 
 from gallery.models import World
-from gallery.themes import THEMES
 from gallery.validators import validate_reference_image
 
 pytestmark = pytest.mark.django_db
@@ -52,8 +51,11 @@ def _png_with_corrupt_pixels() -> bytes:
 
     header = struct.pack(">IIBBBBB", 64, 48, 8, 2, 0, 0, 0)
     garbage = zlib.compress(b"\x00" * 400)[:2] + bytes(range(256)) * 4
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", garbage) + chunk(
-        b"IEND", b""
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", garbage)
+        + chunk(b"IEND", b"")
     )
 
 
@@ -147,4 +149,15 @@ def test_admin_world_form_refuses_bad_settings(client, admin_user, overrides, fi
 def test_gallery_themes_match_the_simulator():
     from engine.sim import THEME_NAMES
 
-    assert {theme.slug for theme in THEMES} == set(THEME_NAMES)
+    choices = World._meta.get_field("theme").choices
+    assert [slug for slug, _label in choices] == list(THEME_NAMES)
+
+
+def test_every_theme_has_a_painted_placeholder_card():
+    from django.conf import settings
+
+    from engine.sim import THEME_NAMES
+
+    css = (settings.BASE_DIR / "frontend/static/frontend/site.css").read_text()
+    for slug in THEME_NAMES:
+        assert f".theme-{slug} {{" in css, slug

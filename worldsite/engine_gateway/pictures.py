@@ -17,11 +17,11 @@ REFERENCE_SIDE = 128
 
 def shrink_to_png(source: str | IO[bytes], side: int = REFERENCE_SIDE) -> tuple[bytes, int, int]:
     """An image file (path or open file) -> (PNG bytes at most `side` pixels a side, w, h)."""
-    with Image.open(source) as picture:
-        picture = picture.convert("RGB")
-        picture.thumbnail((side, side))
-        buffer = io.BytesIO()
-        picture.save(buffer, format="PNG")
+    with Image.open(source) as original:
+        picture = original.convert("RGB")
+    picture.thumbnail((side, side))
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG")
     return buffer.getvalue(), picture.width, picture.height
 
 

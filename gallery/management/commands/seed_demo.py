@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from gallery.models import Tag, World
+from gallery.services import world_save
 
 DEMO_WORLDS = [
     {
@@ -90,24 +91,25 @@ class Command(BaseCommand):
     def _seed_worlds(self) -> int:
         created = 0
         for order, spec in enumerate(DEMO_WORLDS):
-            world, was_created = World.objects.get_or_create(
-                slug=spec["slug"],
-                defaults={
-                    "title": spec["title"],
-                    "description": spec["description"],
-                    "theme": spec["theme"],
-                    "seed": spec["seed"],
-                    "initial_prompt": spec["initial_prompt"],
-                    "is_published": True,
-                    "is_featured": spec["featured"],
-                    "sort_order": order * 10,
-                },
+            if World.objects.filter(slug=spec["slug"]).exists():
+                continue
+            world = world_save(
+                world=World(
+                    slug=spec["slug"],
+                    title=spec["title"],
+                    description=spec["description"],
+                    theme=spec["theme"],
+                    seed=spec["seed"],
+                    initial_prompt=spec["initial_prompt"],
+                    is_published=True,
+                    is_featured=spec["featured"],
+                    sort_order=order * 10,
+                )
             )
-            if was_created:
-                created += 1
-                for name in spec["tags"]:
-                    tag, _ = Tag.objects.get_or_create(slug=name, defaults={"name": name.title()})
-                    world.tags.add(tag)
+            created += 1
+            for name in spec["tags"]:
+                tag, _ = Tag.objects.get_or_create(slug=name, defaults={"name": name.title()})
+                world.tags.add(tag)
         return created
 
     def _seed_admin(self) -> None:
