@@ -8,7 +8,7 @@ PORT   ?= 8000
 RUN_STAMP  := $(VENV)/.run-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: install install-dev run serve test lint browser clean soak
+.PHONY: install install-dev run serve test test-fast lint browser clean soak
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,17 +33,24 @@ run: install
 	@echo "Serving Worldsite on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"
 	$(BIN)/daphne -b $(HOST) -p $(PORT) worldsite.asgi:application
 
-## make test: install everything the suite needs and run it (lint first: it is fast)
-test: install-dev browser
-	$(BIN)/ruff check .
+## make test: install everything the suite needs and run it (the checks first: they are fast)
+test: install-dev browser lint
 	$(BIN)/python -m pytest
+
+## make test-fast: the checks and every test that needs no browser and starts no server process
+test-fast: install-dev lint
+	$(BIN)/python -m pytest -m "not browser and not play"
 
 ## make soak: players come and go at random for 4 minutes, then the checks; prints JSON
 soak: install-dev
-	$(BIN)/python -m sessions.soak --json
+	$(BIN)/python -m tools.soak --json
 
+## make lint: style, formatting, import contracts and types (also the pre-commit hooks)
 lint: install-dev
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 ## Debian's chromium for the browser tests (never a browser download by a tool)
 browser:
@@ -53,4 +60,4 @@ browser:
 	    chromium fonts-dejavu-core iproute2; }
 
 clean:
-	rm -rf $(VENV) var test-artifacts .pytest_cache .ruff_cache
+	rm -rf $(VENV) var test-artifacts .pytest_cache .ruff_cache .mypy_cache .import_linter_cache
