@@ -18,7 +18,7 @@ from gallery.validators import validate_preview_video
 pytestmark = pytest.mark.django_db
 
 
-def _settings_with(**env: str) -> subprocess.CompletedProcess:
+def _settings_with(module: str = "worldsite.settings", **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "WORLDSITE_"))}
     script = (
         "import django, json; django.setup(); from django.conf import settings as s; "
@@ -29,7 +29,7 @@ def _settings_with(**env: str) -> subprocess.CompletedProcess:
         [sys.executable, "-c", script],
         capture_output=True,
         text=True,
-        env={**clean, **env, "DJANGO_SETTINGS_MODULE": "worldsite.settings"},
+        env={**clean, **env, "DJANGO_SETTINGS_MODULE": module},
     )
 
 
@@ -47,6 +47,43 @@ def test_django_secure_turns_on_every_tls_switch_at_once():
     mismatch = _settings_with(DJANGO_SECURE="1", WORLDSITE_SITE_URL="http://worlds.example.org")
     assert mismatch.returncode != 0
     assert "needs WORLDSITE_SITE_URL to start with https://" in mismatch.stderr
+
+
+PRODUCTION = {
+    "DJANGO_SECRET_KEY": "x" * 50,
+    "DJANGO_ALLOWED_HOSTS": "worlds.example.org",
+    "WORLDSITE_SITE_URL": "https://worlds.example.org",
+}
+
+
+def test_production_settings_are_secure_without_being_asked():
+    production = _settings_with("worldsite.settings.production", **PRODUCTION)
+    assert production.returncode == 0, production.stderr
+    assert json.loads(production.stdout.splitlines()[-1]) == [
+        True,
+        True,
+        True,
+        31_536_000,
+        ["HTTP_X_FORWARDED_PROTO", "https"],
+    ]
+    behind_plain_proxy = _settings_with(
+        "worldsite.settings.production", **PRODUCTION, DJANGO_SECURE="0"
+    )
+    assert json.loads(behind_plain_proxy.stdout.splitlines()[-1]) == [False, False, False, 0, None]
+
+
+@pytest.mark.parametrize(
+    ("change", "complaint"),
+    [
+        ({"DJANGO_SECRET_KEY": ""}, "needs DJANGO_SECRET_KEY"),
+        ({"DJANGO_ALLOWED_HOSTS": ""}, "needs DJANGO_ALLOWED_HOSTS"),
+        ({"DJANGO_DEBUG": "1"}, "never runs with DJANGO_DEBUG"),
+        ({"WORLDSITE_SITE_URL": "http://worlds.example.org"}, "to start with https://"),
+    ],
+)
+def test_production_settings_refuse_to_start_half_configured(change, complaint):
+    refused = _settings_with("worldsite.settings.production", **{**PRODUCTION, **change})
+    assert refused.returncode != 0 and complaint in refused.stderr
 
 
 def test_secure_mode_redirects_http_and_trusts_the_proxy(client, settings):

@@ -1,5 +1,9 @@
 """Worldsite settings: every environment variable the site reads is read here, and only here.
 
+This is the base every settings module starts from, and `worldsite.settings` itself (make run,
+.ci/run, manage.py). worldsite.settings.test adds what only the test suite wants;
+worldsite.settings.production turns the secure defaults on and refuses to start half-configured.
+
 Embedded default (no environment): SQLite, the in-memory channel layer, Celery tasks run eagerly
 in-process, console e-mail. Scaled: DATABASE_URL -> PostgreSQL, REDIS_URL -> channels_redis and
 the Celery broker, EMAIL_HOST -> SMTP. The README lists every variable.
@@ -9,16 +13,26 @@ import json
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(os.environ.get("WORLDSITE_VAR_DIR", BASE_DIR / "var"))
-# Local state (database, secret key, recordings, exports, media) is for this account only.
-VAR_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
-if VAR_DIR.stat().st_uid == os.getuid():
-    VAR_DIR.chmod(0o700)
+
+
+def private_var_dir() -> Path:
+    """var/ holds local state (SQLite database, secret key, recordings, exports, media) and is
+    for this account only. Made here, at import, on purpose: storages and recorders create their
+    folders under it later, with the umask's permissions."""
+    VAR_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if VAR_DIR.stat().st_uid == os.getuid():
+        VAR_DIR.chmod(0o700)
+    return VAR_DIR
+
+
+private_var_dir()
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -47,9 +61,8 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 def _local_secret_key() -> str:
     """A per-install key kept in var/ so sessions survive restarts without a committed secret."""
-    key_file = VAR_DIR / "secret_key"
+    key_file = private_var_dir() / "secret_key"
     if not key_file.exists():
-        VAR_DIR.mkdir(parents=True, exist_ok=True)
         key_file.write_text(secrets.token_urlsafe(50))
         key_file.chmod(0o600)
     return key_file.read_text().strip()
@@ -92,21 +105,32 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+
 # --- Production switches -------------------------------------------------------------------------
 # DJANGO_SECURE=1: the site is served over HTTPS by a TLS-terminating proxy that sets
 # X-Forwarded-Proto. Cookies only travel over TLS, plain http is redirected, browsers are told to
 # stick to https (HSTS), and request.is_secure() trusts the proxy's header.
-SECURE = env_bool("DJANGO_SECURE", False)
-if SECURE:
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
-    SECURE_SSL_REDIRECT = True
-    SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 365 * 24 * 3600)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    if not SITE_URL.startswith("https://"):
+def tls_switches(*, secure: bool, site_url: str) -> tuple[Any, ...]:
+    """(SESSION_COOKIE_SECURE, CSRF_COOKIE_SECURE, SECURE_SSL_REDIRECT, SECURE_HSTS_SECONDS,
+    SECURE_PROXY_SSL_HEADER): all on together, or Django's defaults."""
+    if not secure:
+        return False, False, False, 0, None
+    if not site_url.startswith("https://"):
         raise ImproperlyConfigured(
             "DJANGO_SECURE=1 needs WORLDSITE_SITE_URL to start with https:// (e-mailed links)."
         )
+    hsts = env_int("DJANGO_HSTS_SECONDS", 365 * 24 * 3600)
+    return True, True, True, hsts, ("HTTP_X_FORWARDED_PROTO", "https")
+
+
+SECURE = env_bool("DJANGO_SECURE", False)
+(
+    SESSION_COOKIE_SECURE,
+    CSRF_COOKIE_SECURE,
+    SECURE_SSL_REDIRECT,
+    SECURE_HSTS_SECONDS,
+    SECURE_PROXY_SSL_HEADER,
+) = tls_switches(secure=SECURE, site_url=SITE_URL)
 SECURE_REFERRER_POLICY = "same-origin"
 # Scripts and styles from our own static files only (no inline scripts anywhere; style
 # attributes are allowed for progress meters); the play page's WebSocket is same-origin, and
@@ -141,7 +165,6 @@ DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
 else:
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
