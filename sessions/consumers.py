@@ -16,8 +16,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from sessions import messages, selectors, services
-from sessions.messages import START_CHANNEL, session_group
+from sessions import channel_messages as messages
+from sessions import selectors, services
+from sessions.channel_messages import START_CHANNEL, session_group
 from sessions.models import PlaySession
 from sessions.protocol import ProtocolError, parse_ws_message
 from sessions.throttle import TokenBucket

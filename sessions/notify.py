@@ -6,7 +6,7 @@ import threading
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from sessions import messages
+from sessions import channel_messages as messages
 
 
 def _send_from_sync_code(send, *args) -> None:

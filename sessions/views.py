@@ -11,8 +11,8 @@ from django.views.decorators.http import require_POST
 
 from gallery import selectors as gallery_selectors
 from gallery.validators import validate_reference_image
+from sessions import channel_messages as session_messages
 from sessions import export_services, selectors, services
-from sessions import messages as session_messages
 from sessions.models import SessionExport
 from sessions.services import Decision
 from worldsite.engine_gateway.constants import suggested_prompts

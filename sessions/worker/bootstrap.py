@@ -11,8 +11,8 @@ from django.conf import settings
 
 from sessions import services
 from sessions.models import PlaySession
+from sessions.worker.engine_worker import EngineWorker, WorkerConfig
 from sessions.worker.loopback import enable_loopback_candidates
-from sessions.worker.service import EngineWorker, WorkerConfig
 from worldsite.engine_gateway import runtime as engine_runtime
 
 logger = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ import asyncio
 import logging
 
 from sessions.worker.bootstrap import build_worker, preload_engine
-from sessions.worker.service import EngineWorker
+from sessions.worker.engine_worker import EngineWorker
 
 logger = logging.getLogger(__name__)
 _task: asyncio.Task | None = None

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from channels.layers import InMemoryChannelLayer
 
-from sessions.messages import START_CHANNEL, session_group
-from sessions.worker.service import EngineWorker, WorkerConfig
+from sessions.channel_messages import START_CHANNEL, session_group
+from sessions.worker.engine_worker import EngineWorker, WorkerConfig
 from tests.site.test_play_media import CountingEngine
 
 

@@ -14,7 +14,7 @@ from django.core.files.base import ContentFile
 from PIL import Image
 
 from sessions import services
-from sessions.messages import START_CHANNEL, session_group
+from sessions.channel_messages import START_CHANNEL, session_group
 from sessions.models import PlaySession
 from sessions.routing import websocket_urlpatterns
 from tests.factories import UserFactory, WorldFactory

@@ -4,7 +4,7 @@ Any number of workers share one normal channel, `engine.start`; a worker only li
 while it has free capacity, so Channels' own delivery spreads sessions across workers with
 room (no scheduler of our own). Everything else about a session goes to the worker's own
 process channel, and the worker reports to the session's group (`play.<id>`): an answer to an
-offer, `live`, and a heartbeat every second for the HUD (messages: sessions/messages.py). A
+offer, `live`, and a heartbeat every second for the HUD (messages: sessions/channel_messages.py). A
 session's end is recorded through the session service, which tells the page. The worker also
 writes its sessions' heartbeats to the database from its own clock and runs the lifecycle's
 periodic housekeeping job (sessions.services.sessions_housekeeping): a worker that dies stops
@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from sessions import messages
-from sessions.messages import START_CHANNEL, session_group
+from sessions import channel_messages as messages
+from sessions.channel_messages import START_CHANNEL, session_group
 from sessions.worker.media import LatestFrames
 from sessions.worker.peer import PlayPeer
 from sessions.worker.runner import SessionRunner
