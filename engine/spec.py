@@ -36,12 +36,15 @@ KEY_BITS: dict[str, int] = {
 
 @dataclass(frozen=True)
 class ThemeInfo:
-    """A theme as people see it: its name, its label and sentences worth suggesting on the play
-    page. How the simulator draws it lives in engine.sim.themes, keyed by the same name; the
-    site paints its placeholder card with the CSS class `theme-<name>`."""
+    """A theme as people see it: its name, its label, the CSS colours of the card the gallery
+    paints until the model has drawn a thumbnail, and sentences worth suggesting on the play
+    page. How the simulator draws it lives in engine.sim.themes, keyed by the same name."""
 
     name: str
     label: str
+    card_sky: str
+    card_ground: str
+    card_sun: str
     suggested_prompts: tuple[str, ...]
 
 
@@ -49,6 +52,9 @@ THEMES: tuple[ThemeInfo, ...] = (
     ThemeInfo(
         "ember_forest",
         "Ember forest",
+        "#f2a65a",
+        "#3d5a2a",
+        "#ffe08a",
         (
             "cast fire magic",
             "give the creature a leaf",
@@ -60,6 +66,9 @@ THEMES: tuple[ThemeInfo, ...] = (
     ThemeInfo(
         "frost_valley",
         "Frost valley",
+        "#9cc3e6",
+        "#e8f0f5",
+        "#ffffff",
         (
             "make it snow",
             "summon a lantern",
@@ -71,11 +80,17 @@ THEMES: tuple[ThemeInfo, ...] = (
     ThemeInfo(
         "desert_canyon",
         "Desert canyon",
+        "#f6c98a",
+        "#b5642d",
+        "#fff2c2",
         ("summon a dragon", "make a rainbow", "make it dusk", "cast fire magic", "summon a statue"),
     ),
     ThemeInfo(
         "neon_night",
         "Neon night",
+        "#1b1035",
+        "#2de2e6",
+        "#ff4fd8",
         (
             "summon a lantern",
             "make it rain",
@@ -87,6 +102,9 @@ THEMES: tuple[ThemeInfo, ...] = (
     ThemeInfo(
         "misty_coast",
         "Misty coast",
+        "#c9d6d8",
+        "#4f7b74",
+        "#f4f1e4",
         (
             "make it rain",
             "make a rainbow",

@@ -1,6 +1,17 @@
 from django import template
 
+from worldsite.engine_gateway.constants import THEMES_BY_NAME
+
 register = template.Library()
+
+
+@register.filter
+def theme_card_style(theme: str) -> str:
+    """The CSS custom properties that paint a theme's placeholder card (style attribute)."""
+    info = THEMES_BY_NAME.get(theme)
+    if info is None:
+        return ""
+    return f"--sky: {info.card_sky}; --ground: {info.card_ground}; --sun: {info.card_sun};"
 
 
 @register.filter

@@ -37,6 +37,7 @@ def test_gallery_lists_published_worlds_in_order(client, worlds):
     assert b"Secret Frost Draft" not in response.content
     # No thumbnail yet: a painted placeholder card in the world's theme colours.
     assert b"world-thumb-placeholder theme-frost_valley" in response.content
+    assert b'style="--sky: #9cc3e6; --ground: #e8f0f5; --sun: #ffffff;"' in response.content
 
 
 def test_gallery_filters_by_tag(client, worlds):

@@ -153,11 +153,13 @@ def test_gallery_themes_match_the_simulator():
     assert [slug for slug, _label in choices] == list(THEME_NAMES)
 
 
-def test_every_theme_has_a_painted_placeholder_card():
-    from django.conf import settings
+def test_every_theme_paints_its_placeholder_card_from_the_registry(client):
+    from frontend.templatetags.worldsite import theme_card_style
+    from worldsite.engine_gateway.constants import THEMES
 
-    from engine.sim import THEME_NAMES
-
-    css = (settings.BASE_DIR / "frontend/static/frontend/site.css").read_text()
-    for slug in THEME_NAMES:
-        assert f".theme-{slug} {{" in css, slug
+    for theme in THEMES:
+        style = theme_card_style(theme.name)
+        assert f"--sky: {theme.card_sky};" in style and f"--sun: {theme.card_sun};" in style
+    assert theme_card_style("moon_base") == ""
+    landing = client.get("/").content.decode()
+    assert 'style="--sky: #1b1035; --ground: #2de2e6; --sun: #ff4fd8;"' in landing
