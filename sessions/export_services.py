@@ -20,14 +20,6 @@ class ExportRefused(Exception):
     """The export cannot be started; the message says why."""
 
 
-def exports_today(*, user: User) -> int:
-    return (
-        SessionExport.objects.filter(owner=user, created_at__gte=selectors.day_start())
-        .exclude(status=Status.FAILED)
-        .count()
-    )
-
-
 def export_request(
     *, user: User, session: PlaySession, kind: str, quality: str = "standard"
 ) -> SessionExport:

@@ -197,3 +197,14 @@ async def test_closing_a_stale_tab_does_not_end_the_session_in_the_newer_one(wor
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_background_work_that_fails_is_logged_not_lost(worker_setup, caplog):
+    _layer, _store, worker = worker_setup
+
+    async def broken() -> None:
+        raise RuntimeError("database went away")
+
+    worker._in_background(broken(), "marking s1 live")
+    await _until(lambda: not worker._finishing)
+    assert "marking s1 live failed" in caplog.text and "database went away" in caplog.text
