@@ -1,12 +1,10 @@
 """engine.spec: the import-light registry the web side and the runtime read."""
 
-import subprocess
-import sys
-
 import pytest
 
 from engine import spec
 from engine.sim import prompts, themes
+from tests.imports import modules_loaded_by
 
 
 def test_the_simulator_draws_exactly_the_registered_themes_in_order():
@@ -25,13 +23,7 @@ def test_unknown_themes_get_the_default_suggestions():
 
 
 def test_importing_the_spec_loads_neither_the_simulator_nor_numpy_nor_torch():
-    code = (
-        "import sys, engine.spec; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'torch') "
-        "or m.startswith('engine.sim')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert modules_loaded_by("engine.spec", under=("numpy", "torch", "engine.sim")) == []
 
 
 def test_inline_reference_palettes_become_three_bands():

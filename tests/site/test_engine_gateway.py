@@ -3,8 +3,6 @@ versioned recording format, and constants that do not load the engine."""
 
 import io
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,6 +11,7 @@ from PIL import Image
 
 from gallery.services import world_save
 from tests.factories import WorldFactory
+from tests.imports import modules_loaded_by
 from worldsite.engine_gateway import world_spec
 from worldsite.engine_gateway.recording import (
     FORMAT,
@@ -79,10 +78,7 @@ def test_recordings_carry_their_format_and_newer_ones_are_refused(tmp_path):
 
 
 def test_the_gateway_constants_load_neither_torch_nor_the_simulator():
-    code = (
-        "import sys, worldsite.engine_gateway.constants; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch' "
-        "or m.startswith('engine.sim') or m.startswith('engine.runtime')))"
+    loaded = modules_loaded_by(
+        "worldsite.engine_gateway.constants", under=("torch", "engine.sim", "engine.runtime")
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert loaded == []
