@@ -28,16 +28,22 @@ from engine.sim.prompts import resolve, sample_training_text
 from engine.sim.themes import THEME_NAMES
 from engine.sim.visibility import VIEW_DTYPE, rainbow_heading, view_labels
 
-JUDGE_DATA_VERSION = 3  # bump when episodes or labels change: the cache is rebuilt
+JUDGE_DATA_VERSION = 4  # bump when episodes or labels change: the cache is rebuilt
 JUDGE_SEED_BASE = 2_000_000  # neither training seeds (0..) nor eval seeds (1,000,000..)
 JUDGE_EVENTS = ("rain", "snow", "fog", "clear", "day", "dusk", "night", "fire", "rainbow",
                 "spawn_dragon", "spawn_tree", "spawn_lantern", "spawn_crystal", "spawn_mushroom",
                 "spawn_statue", "gift_leaf", "gift_dragon", "startle")
-EPISODES_PER_EVENT = 16
+EPISODES_PER_EVENT = 32  # 16 left too few places per object kind to generalise
 EPISODE_FRAMES = 80
 TEST_EVERY = 5  # episode k of each event is held out when k % TEST_EVERY == TEST_EVERY - 1
 MAX_TURN = 0.09  # radians a frame when the player turns toward something
 SKY_CHANGE_EVERY = 20  # frames between random weather / time changes (see judge_episode)
+# Bursts of one action (while the player is not turning toward something): the random agent
+# never steps back and seldom strafes, and the inverse-dynamics judge must know all seven.
+ACTION_BURST_FRAMES = 8
+ACTION_BURST_CHANCE = 0.5
+BURST_KEYS = (0, KEY_BITS["W"], KEY_BITS["S"], KEY_BITS["A"], KEY_BITS["D"], KEY_BITS["LEFT"],
+              KEY_BITS["RIGHT"])
 
 
 @dataclass
@@ -89,8 +95,12 @@ def judge_episode(seed: int, event: str, frames: int = EPISODE_FRAMES
     fired = False
     out_rgb, out_audio, out_labels, out_view = [], [], [], []
     last = None
+    burst: int | None = None
     for t in range(frames):
         inp = agent.act(t, last)
+        if t % ACTION_BURST_FRAMES == 0:
+            burst = (BURST_KEYS[int(rng.integers(len(BURST_KEYS)))]
+                     if rng.random() < ACTION_BURST_CHANCE else None)
         if t == 0 and opening:
             inp.prompts = tuple(sample_training_text(e, rng) for e in opening)
         elif t % SKY_CHANGE_EVERY == 0 and rng.random() < 0.7:
@@ -125,6 +135,8 @@ def judge_episode(seed: int, event: str, frames: int = EPISODE_FRAMES
         if heading is not None:
             inp.keys &= ~(KEY_BITS["LEFT"] | KEY_BITS["RIGHT"])
             inp.yaw = turn_toward(world, heading)
+        elif burst is not None:
+            inp.keys, inp.yaw, inp.pitch = burst, 0.0, 0.0
         f = world.step(inp)
         out_rgb.append(f.rgb)
         out_audio.append(f.audio)

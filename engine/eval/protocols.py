@@ -4,7 +4,7 @@
   fixed heading; fire and spawned objects appear ahead), judge the frame 2 s later.
 - Gift (Zero Mark): face the creature until it asks, give a leaf or a dragon, look away and
   wait, come back 20 s after the gift (turn to the creature, walk up to it) and again at 60 s;
-  judge its mood in the first frame near each check where it stands in view.
+  judge its mood in the first frame near each check where its mood icon can be read.
 - Turn: an exact 2 pi turn in place (104 frames of LEFT, then the remainder as a yaw delta).
 - Walk: 2,000 frames of walking play (forward, turning away from what blocks the way).
 """
@@ -23,7 +23,7 @@ from engine.sim.themes import THEME_NAMES
 from engine.sim.visibility import rainbow_heading
 from engine.sim.world import TURN_RATE
 
-from .classifiers import CREATURE_MIN_PX, STATE_HEADS
+from .classifiers import STATE_HEADS, mood_targets
 from .episodes import PRIME_FRAMES, Recorder, SimEpisode
 from .judge_data import heading_to, turn_toward
 
@@ -125,10 +125,10 @@ def gift_episode(gift: str, text: str, index: int, wait: int = 300) -> GiftEpiso
                                  yaw=yaw))
     ep = rec.episode({gift_frame: text})
     checks = []
+    readable = mood_targets(ep.labels, ep.view) >= 0  # in view, its icon big enough to read
     for after in GIFT_CHECKS:
         end = gift_frame + after
-        seen = np.nonzero(ep.view["creature_px"][end - GIFT_VIEW_WINDOW:end + 1]
-                          >= CREATURE_MIN_PX)[0]
+        seen = np.nonzero(readable[end - GIFT_VIEW_WINDOW:end + 1])[0]
         checks.append(int(end - GIFT_VIEW_WINDOW + seen[0]) if len(seen) else -1)
     return GiftEpisode(ep, gift_frame, checks, returns)
 
