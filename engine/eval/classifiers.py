@@ -39,9 +39,12 @@ JUDGES_VERSION = 7  # bump when a head, a target or the data set changes: caches
 # nothing and this is ambiguous and left out (target -1).
 RAINBOW_MIN_PIXELS = 40
 FLAME_MIN_PIXELS = 6
-OBJECT_MIN_PIXELS = 60  # pixels an object kind shows (after occlusion): an 8x8 blob
+OBJECT_MIN_PIXELS = 30  # pixels an object kind shows (after occlusion; a lantern's pole and
+# lamp at spawning distance show 35-55)
 CREATURE_MIN_PX = 5.0
-ICON_MIN_PIXELS = 12  # pixels of the mood icon shown: fewer cannot say which icon it is
+ICON_MIN_PIXELS = 3  # pixels of the mood icon shown: the four icons differ in colour (white,
+# red, blue, yellow), so a few pixels say which; an afraid creature keeps ~16 cells away, where
+# its icon shows 3-6
 FIRE_AUDIBLE_GAIN = 0.25  # crackle gain from which the fire counts as within earshot
 FIRE_SILENT_GAIN = 0.02
 
@@ -382,8 +385,8 @@ def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] 
         mirrored = torch.from_numpy(flips.random(len(i)) < 0.5)  # every state head is
         x[mirrored] = x[mirrored].flip(3)  # left-right symmetric: twice the places to learn from
         out = state(x)
-        return sum(F.cross_entropy(out[k], st_t[k][i], weight=weights[k], ignore_index=-1)
-                   for k in STATE_HEADS)
+        return torch.stack([F.cross_entropy(out[k], st_t[k][i], weight=weights[k],
+                                            ignore_index=-1) for k in STATE_HEADS]).sum()
 
     log("training the state judge (full 128x128 frames)")
     _fit(state, state_loss, train, 2 * steps, 48, "state judge", log)

@@ -192,8 +192,8 @@ def build_judge_data(episodes_per_event: int = EPISODES_PER_EVENT,
             f"{time.time() - t0:.0f} s)")
     episode = np.concatenate([np.full(len(p[0][0]), j, np.int32) for j, p in enumerate(parts)])
     test = np.concatenate([np.full(len(ep[0]), held) for ep, held in parts])
-    cols = [np.concatenate([p[0][c] for p in parts]) for c in range(4)]
-    return JudgeData(*cols, episode, test)
+    rgb, audio, labels, view = (np.concatenate([p[0][c] for p in parts]) for c in range(4))
+    return JudgeData(rgb, audio, labels, view, episode, test)
 
 
 _FIELDS = ("frames", "audio", "labels", "view", "episode", "test")
@@ -212,7 +212,9 @@ def load_judge_data(folder: Path) -> JudgeData | None:
     manifest = folder / "manifest.json"
     if not manifest.exists() or json.loads(manifest.read_text())["version"] != JUDGE_DATA_VERSION:
         return None
-    return JudgeData(*(np.load(folder / f"{name}.npy", mmap_mode="r") for name in _FIELDS))
+    frames, audio, labels, view, episode, test = (np.load(folder / f"{name}.npy", mmap_mode="r")
+                                                  for name in _FIELDS)
+    return JudgeData(frames, audio, labels, view, episode, test)
 
 
 def judge_data(cache: Path, log: Callable[[str], None] = print) -> JudgeData:
@@ -223,4 +225,5 @@ def judge_data(cache: Path, log: Callable[[str], None] = print) -> JudgeData:
         log(f"building the judges' data set into {folder}")
         save_judge_data(folder, build_judge_data(log=log))
         data = load_judge_data(folder)
+        assert data is not None
     return data

@@ -235,19 +235,22 @@ def _mean_present(values: list[float | None]) -> float | None:
 def prompt_following(player: ModelPlayer, judges: Judges, cases: list[PromptCase],
                      progress: Log) -> dict:
     progress(f"prompt following: {len(cases)} cases, judged 2 s after the sentence")
-    hits, sim_hits, control_hits, events = [], [], [], []
+    hit_list: list[bool] = []
+    sim_list: list[bool] = []
+    control_hits: list[bool] = []
+    events: list[str] = []
     for i, case in enumerate(cases):
         ep = prompt_episode(case, i)
         control = prompt_episode(case, i, with_prompt=False)
         head, target = prompt_target(case.event)
         frames, _ = player.rollout(ep, PRIME_FRAMES, len(ep.inputs) - PRIME_FRAMES, seed=i)
-        hits.append(judges.read_state(frames[-1:])[head][0] == target)
-        sim_hits.append(judges.read_state(ep.frames[-1:])[head][0] == target)
+        hit_list.append(judges.read_state(frames[-1:])[head][0] == target)
+        sim_list.append(judges.read_state(ep.frames[-1:])[head][0] == target)
         control_hits.append(judges.read_state(control.frames[-1:])[head][0] == target)
         events.append(case.event)
         if (i + 1) % 5 == 0:
             progress(f"  prompt case {i + 1}/{len(cases)}")
-    hits, sim_hits = np.array(hits, float), np.array(sim_hits, float)
+    hits, sim_hits = np.array(hit_list, float), np.array(sim_list, float)
     by_event = {e: float(np.mean([h for h, ev in zip(hits, events, strict=True) if ev == e]))
                 for e in dict.fromkeys(events)}
     return {"prompt_following": float(hits.mean()), "prompt_following_ci": M.bootstrap_ci(hits),

@@ -12,7 +12,7 @@ It reads what the renderer kept of its last frame and changes nothing in the wor
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -74,7 +74,7 @@ def view_labels(world: Any) -> np.void:
     record["object_px"] = object_px
     record["creature_pixels"] = shown.get(CREATURE_KEY, 0)
     record["icon_pixels"] = shown.get(ICON_KEY, 0)
-    return np.void(record[()])
+    return cast(np.void, record[()])
 
 
 def shown_pixels(world: Any) -> dict[int, int]:
