@@ -15,6 +15,8 @@ the accuracy of always answering the commonest class.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -385,8 +387,9 @@ def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] 
         mirrored = torch.from_numpy(flips.random(len(i)) < 0.5)  # every state head is
         x[mirrored] = x[mirrored].flip(3)  # left-right symmetric: twice the places to learn from
         out = state(x)
-        return torch.stack([F.cross_entropy(out[k], st_t[k][i], weight=weights[k],
-                                            ignore_index=-1) for k in STATE_HEADS]).sum()
+        losses = [F.cross_entropy(out[k], st_t[k][i], weight=weights[k], ignore_index=-1)
+                  for k in STATE_HEADS]
+        return functools.reduce(operator.add, losses)
 
     log("training the state judge (full 128x128 frames)")
     _fit(state, state_loss, train, 2 * steps, 48, "state judge", log)
