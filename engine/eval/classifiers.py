@@ -1,9 +1,11 @@
 """The eval's judges: small CNNs trained on the judge data set (judge_data.py), cached.
 
 - StateJudge: a full 128x128 frame -> weather, time of day, flames in view, rainbow in view,
-  each spawned object kind in view (a 4x4-patch stem keeps 1-pixel rain streaks and snow).
+  each spawned object kind in view (a 4x4-patch stem keeps 1-pixel rain streaks and snow);
+  trained on mirrored frames half of the time.
 - MoodJudge: a square crop around the creature (where the simulator drew it) -> its mood icon.
-- InverseDynamics: two consecutive full frames -> the action between them.
+- InverseDynamics: two consecutive frames -> the action between them, from how well each of
+  4 x 4 regions matches the previous frame shifted by each of 77 offsets (a coarse flow).
 - AudioJudge: one frame of audio -> footstep / rain / fire within earshot / strong wind / call.
 
 Targets are what a player can perceive (engine/sim/visibility.py); frames where a thing is
@@ -415,7 +417,7 @@ def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] 
     act_t = torch.from_numpy(act)
     act_w = _class_weights(act[train], len(ACTIONS))
     idm = InverseDynamics()
-    log("training the inverse-dynamics judge (pairs of full frames)")
+    log("training the inverse-dynamics judge (shift costs of frame pairs)")
     _fit(idm, lambda i: F.cross_entropy(idm(to_input(frames[i - 1]), to_input(frames[i])),
                                         act_t[i], weight=act_w), pair_rows, 2 * steps, 48,
          "inverse dynamics", log)

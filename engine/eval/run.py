@@ -170,11 +170,11 @@ def fidelity(player: ModelPlayer, judges: Judges, episodes: list[SimEpisode], pr
     out["fd_h16_frames"] = len(g16)
     if long_gen:
         g64, t64 = np.concatenate(long_gen), np.concatenate(long_true)
-        out["fd_h64"] = M.frechet_distance(judges.features(g64), judges.features(t64))
+        true_features = judges.features(t64)
+        out["fd_h64"] = M.frechet_distance(judges.features(g64), true_features)
         out["fd_h64_frames"] = len(g64)
         half = len(t64) // 2  # the same distance between two halves of the truth: its noise
-        out["fd_sim_halves"] = M.frechet_distance(judges.features(t64[:half]),
-                                                  judges.features(t64[half:]))
+        out["fd_sim_halves"] = M.frechet_distance(true_features[:half], true_features[half:])
     if idm_hits:
         hits = np.array(idm_hits, np.float64)
         out.update(_action_following(hits))
