@@ -37,7 +37,7 @@ from engine.sim.world import TURN_RATE
 from .judge_data import JudgeData, judge_data
 from .metrics import balanced_accuracy_multiclass
 
-JUDGES_VERSION = 7  # bump when a head, a target or the data set changes: caches are rebuilt
+JUDGES_VERSION = 8  # bump when a head, a target or the data set changes: caches are rebuilt
 
 # Visibility thresholds: at least this much on screen counts as "in view"; anything between
 # nothing and this is ambiguous and left out (target -1).

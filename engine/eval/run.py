@@ -31,7 +31,7 @@ from .classifiers import (
     mood_targets,
 )
 from .episodes import PRIME_FRAMES, ModelPlayer, SimEpisode, agent_episode
-from .judge_data import JUDGE_EVENTS, judge_data
+from .judge_data import JUDGE_EVENTS, episode_events, judge_data
 from .protocols import (
     GIFT_CHECKS,
     GIFT_REACT,
@@ -329,9 +329,10 @@ def judge_accuracy(world: World, judges: Judges, progress: Log, episodes_per_eve
     progress("judges on autoencoder reconstructions of held-out frames")
     data = judge_data(CACHE, progress)
     test = data.rows(True)
-    held_out = np.unique(data.episode[test])  # TEST_EVERY apart: each event's in a row
-    per_event = len(held_out) // len(JUDGE_EVENTS)
-    chosen = held_out[::max(1, per_event // episodes_per_event)]
+    events = np.array(episode_events())
+    held_out = np.unique(data.episode[test])
+    chosen = np.concatenate([held_out[events[held_out] == e][:episodes_per_event]
+                             for e in JUDGE_EVENTS])
     rows = test[np.isin(data.episode[test], chosen)]
     recon = np.concatenate([
         tensor_to_frames(world.video_ae(frames_to_tensor(np.asarray(data.frames[rows[i:i + 64]]))))
