@@ -1,9 +1,11 @@
 """The eval's judges: small CNNs trained on the judge data set (judge_data.py), cached.
 
 - StateJudge: a full 128x128 frame -> weather, time of day, flames in view, rainbow in view,
-  each spawned object kind in view (a 4x4-patch stem keeps 1-pixel rain streaks and snow).
+  each spawned object kind in view (a 4x4-patch stem keeps 1-pixel rain streaks and snow);
+  trained on mirrored frames half of the time.
 - MoodJudge: a square crop around the creature (where the simulator drew it) -> its mood icon.
-- InverseDynamics: two consecutive full frames -> the action between them.
+- InverseDynamics: two consecutive frames -> the action between them, from how well each of
+  4 x 4 regions matches the previous frame shifted by each of 77 offsets (a coarse flow).
 - AudioJudge: one frame of audio -> footstep / rain / fire within earshot / strong wind / call.
 
 Targets are what a player can perceive (engine/sim/visibility.py); frames where a thing is
@@ -15,6 +17,8 @@ the accuracy of always answering the commonest class.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,18 +32,23 @@ from engine.model.audio_ae import log_spectrogram
 from engine.sim.audio import STRONG_WIND, wind_gain
 from engine.sim.constants import CREATURE_MOODS, KEY_BITS, OBJECT_KINDS, TIMES_OF_DAY, WEATHERS
 from engine.sim.themes import THEMES
+from engine.sim.world import TURN_RATE
 
 from .judge_data import JudgeData, judge_data
 from .metrics import balanced_accuracy_multiclass
 
-JUDGES_VERSION = 6  # bump when a head, a target or the data set changes: caches are rebuilt
+JUDGES_VERSION = 8  # bump when a head, a target or the data set changes: caches are rebuilt
 
 # Visibility thresholds: at least this much on screen counts as "in view"; anything between
 # nothing and this is ambiguous and left out (target -1).
 RAINBOW_MIN_PIXELS = 40
 FLAME_MIN_PIXELS = 6
-OBJECT_MIN_PX = 6.0
+OBJECT_MIN_PIXELS = 30  # pixels an object kind shows (after occlusion; a lantern's pole and
+# lamp at spawning distance show 35-55)
 CREATURE_MIN_PX = 5.0
+ICON_MIN_PIXELS = 3  # pixels of the mood icon shown: the four icons differ in colour (white,
+# red, blue, yellow), so a few pixels say which; an afraid creature keeps ~16 cells away, where
+# its icon shows 3-6
 FIRE_AUDIBLE_GAIN = 0.25  # crackle gain from which the fire counts as within earshot
 FIRE_SILENT_GAIN = 0.02
 
@@ -52,6 +61,12 @@ MOODS = ("curious", "happy", "afraid", "startled")  # the four icons; "neutral" 
 ACTIONS = ("idle", "forward", "back", "strafe_left", "strafe_right", "turn_left", "turn_right")
 AUDIO_EVENTS = ("footstep", "rain", "fire", "wind", "creature")  # DESIGN.md's five
 CROP = 32  # the mood judge's input side
+# Inverse dynamics: a turn of at least TURN_MIN radians a frame (a 1.3-pixel shift) counts as a
+# turn, at most STILL_MAX as none; more than TURN_MAX (a jump round) is not scored.
+TURN_MIN, STILL_MAX, TURN_MAX = 0.02, 0.005, 0.3
+SHIFT_X, SHIFT_Y = 5, 3  # the inverse-dynamics judge's flow search (half-res pixels;
+# an arrow-key turn moves the picture ~4 frame pixels)
+SHIFT_GRID = 4  # ... over a grid of 4 x 4 regions
 
 
 # -- targets ---------------------------------------------------------------------------------
@@ -66,41 +81,59 @@ def state_targets(labels: np.ndarray, view: np.ndarray) -> dict[str, np.ndarray]
            "fire_in_view": _seen(view["flame_pixels"], FLAME_MIN_PIXELS),
            "rainbow_in_view": _seen(view["rainbow_pixels"], RAINBOW_MIN_PIXELS)}
     for k, kind in enumerate(OBJECT_KINDS):
-        out[f"{kind}_in_view"] = _seen(view["object_px"][:, k], OBJECT_MIN_PX)
+        out[f"{kind}_in_view"] = _seen(view["object_pixels"][:, k], OBJECT_MIN_PIXELS)
     return out
 
 
 def mood_targets(labels: np.ndarray, view: np.ndarray) -> np.ndarray:
-    """MOODS index where the creature stands tall enough to read its icon, else -1."""
+    """MOODS index where the creature stands tall enough and enough of its icon shows (not
+    hidden by terrain, an object or the picture's edge) to read it, else -1."""
     names = [CREATURE_MOODS[m] for m in labels["creature_mood"]]
     idx = np.array([MOODS.index(n) if n in MOODS else -1 for n in names], np.int64)
-    return np.where(view["creature_px"] >= CREATURE_MIN_PX, idx, -1)
+    readable = (view["creature_px"] >= CREATURE_MIN_PX) & (view["icon_pixels"] >= ICON_MIN_PIXELS)
+    return np.where(readable, idx, -1)
+
+
+def turn_per_frame(keys: np.ndarray, yaw: np.ndarray) -> np.ndarray:
+    """Radians the camera turned this frame (arrow keys plus mouse; positive: to the right)."""
+    k = KEY_BITS
+    return yaw + TURN_RATE * (((keys & k["RIGHT"]) > 0).astype(np.float64)
+                              - ((keys & k["LEFT"]) > 0))
 
 
 def action_class(keys: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     """Turning dominates (it moves the whole picture), then the movement key."""
     k = KEY_BITS
     out = np.zeros(len(keys), np.int64)
-    turn_left = ((keys & k["LEFT"]) > 0) | (yaw < -0.02)
-    turn_right = ((keys & k["RIGHT"]) > 0) | (yaw > 0.02)
+    turn = turn_per_frame(keys, yaw)
     for name, bit in (("forward", "W"), ("back", "S"), ("strafe_left", "A"),
                       ("strafe_right", "D")):
         out[(keys & k[bit]) > 0] = ACTIONS.index(name)
-    out[turn_left & ~turn_right] = ACTIONS.index("turn_left")
-    out[turn_right & ~turn_left] = ACTIONS.index("turn_right")
+    out[turn <= -TURN_MIN] = ACTIONS.index("turn_left")
+    out[turn >= TURN_MIN] = ACTIONS.index("turn_right")
     return out
 
 
 def action_targets(labels: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """Action class of each frame against the one before; -1 at episode starts and where a
-    movement key was held but the player did not move (blocked: the picture says idle)."""
-    out = action_class(labels["keys"], labels["yaw_delta"])
+    """Action class of each frame against the one before; -1 (not scored) where the picture
+    cannot say which of the seven it was: at episode starts, where a movement key was held but
+    the player did not move (blocked: the picture says idle), where the camera turned a little
+    (between STILL_MAX and TURN_MIN: neither still nor a turn), jumped round (a half turn
+    has no visible direction), or tilted up or down, and where two movement keys were held."""
+    keys = labels["keys"]
+    out = action_class(keys, labels["yaw_delta"])
     moved = np.ones(len(labels), bool)
     moved[1:] = (labels["pose_x"][1:] != labels["pose_x"][:-1]) | (
         labels["pose_y"][1:] != labels["pose_y"][:-1])
     walking = np.isin(out, [ACTIONS.index(a) for a in ("forward", "back", "strafe_left",
                                                         "strafe_right")])
+    turn = np.abs(turn_per_frame(keys, labels["yaw_delta"]))
+    tilted = (np.abs(labels["pitch_delta"]) > STILL_MAX) | (
+        (keys & (KEY_BITS["UP"] | KEY_BITS["DOWN"])) > 0)
+    k = KEY_BITS
+    two_keys = ((keys & (k["W"] | k["S"])) > 0) & ((keys & (k["A"] | k["D"])) > 0)
     out[walking & ~moved] = -1
+    out[((turn > STILL_MAX) & (turn < TURN_MIN)) | (turn > TURN_MAX) | tilted | two_keys] = -1
     out[first] = -1
     return out
 
@@ -208,15 +241,43 @@ class MoodJudge(nn.Module):
         return self.net(crops * 2 - 1)
 
 
+def shift_costs(before: torch.Tensor, after: torch.Tensor, max_dx: int = SHIFT_X,
+                max_dy: int = SHIFT_Y, grid: int = SHIFT_GRID) -> torch.Tensor:
+    """How well each region of `after` matches `before` moved by (dx, dy): a coarse optical
+    flow. (N, 3, H, W) pairs -> (N, shifts, grid, grid) mean absolute differences.
+
+    A turn moves the whole picture sideways, sky included; a strafe moves the ground but not
+    the sky; walking forward spreads the picture out from the horizon and backward draws it in;
+    standing still moves nothing. Which shift fits best in which region says which of these
+    happened, whatever the place looks like. Grey, at half resolution (a shift of 1 is 2
+    pixels of the frame; the costs around the best shift still say sub-pixel motion): the
+    search over shifts is the judge's whole cost."""
+    before, after = (F.avg_pool2d(x.mean(1, keepdim=True), 2) for x in (before, after))
+    size = after.shape[-1]
+    m = max(max_dx, max_dy)
+    centre = after[..., m:size - m, m:size - m]
+    costs = []
+    for dy in range(-max_dy, max_dy + 1):
+        for dx in range(-max_dx, max_dx + 1):
+            moved = before[..., m - dy:size - m - dy, m - dx:size - m - dx]
+            costs.append((centre - moved).abs().mean(1))
+    return F.adaptive_avg_pool2d(torch.stack(costs, 1), grid)
+
+
 class InverseDynamics(nn.Module):
-    def __init__(self):
+    """Two consecutive frames -> the action between them, read from `shift_costs`."""
+
+    def __init__(self, hidden: int = 256):
         super().__init__()
-        self.body = _stem(6)
-        self.head = nn.Linear(128, len(ACTIONS))
+        shifts = (2 * SHIFT_X + 1) * (2 * SHIFT_Y + 1)
+        self.net = nn.Sequential(
+            nn.Flatten(), nn.Linear(2 * shifts * SHIFT_GRID ** 2, hidden), nn.ReLU(),
+            nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, len(ACTIONS)))
 
     def forward(self, before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
-        # the difference is amplified: a turn or a step moves most pixels by only 1-4 pixels
-        return self.head(self.body(torch.cat([before, 4 * (after - before)], dim=1)))
+        cost = torch.log(shift_costs(before, after) + 1e-3)
+        relative = cost - cost.amin(1, keepdim=True)  # where the best fit is, per region
+        return self.net(torch.cat([relative, cost], 1))
 
 
 class AudioJudge(nn.Module):
@@ -304,6 +365,10 @@ def head_report(pred: np.ndarray, target: np.ndarray, train_target: np.ndarray) 
 
 def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] = print
                  ) -> Judges:
+    """The four judges, trained from fixed seeds; the state judge (ten heads) and the
+    inverse-dynamics judge get 2 x `steps` batches, the mood judge (small crops) `steps // 2`,
+    the audio judge 2 x `steps`."""
+    torch.manual_seed(0)
     train, test = data.rows(False), data.rows(True)
     labels, view = np.asarray(data.labels), np.asarray(data.view)
     first = np.r_[True, data.episode[1:] != data.episode[:-1]]
@@ -317,13 +382,19 @@ def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] 
     weights = {k: _class_weights(st[k][train], len(v)) for k, v in STATE_HEADS.items()}
     st_t = {k: torch.from_numpy(v) for k, v in st.items()}
 
+    flips = np.random.default_rng(2)
+
     def state_loss(i: np.ndarray) -> torch.Tensor:
-        out = state(to_input(frames[i]))
-        return sum(F.cross_entropy(out[k], st_t[k][i], weight=weights[k], ignore_index=-1)
-                   for k in STATE_HEADS)
+        x = to_input(frames[i])
+        mirrored = torch.from_numpy(flips.random(len(i)) < 0.5)  # every state head is
+        x[mirrored] = x[mirrored].flip(3)  # left-right symmetric: twice the places to learn from
+        out = state(x)
+        losses = [F.cross_entropy(out[k], st_t[k][i], weight=weights[k], ignore_index=-1)
+                  for k in STATE_HEADS]
+        return functools.reduce(operator.add, losses)
 
     log("training the state judge (full 128x128 frames)")
-    _fit(state, state_loss, train, steps, 48, "state judge", log)
+    _fit(state, state_loss, train, 2 * steps, 48, "state judge", log)
 
     mood_rows = train[mood[train] >= 0]
     crops = creature_crops(frames[mood_rows], view["creature_box"][mood_rows])
@@ -346,9 +417,9 @@ def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] 
     act_t = torch.from_numpy(act)
     act_w = _class_weights(act[train], len(ACTIONS))
     idm = InverseDynamics()
-    log("training the inverse-dynamics judge (pairs of full frames)")
+    log("training the inverse-dynamics judge (shift costs of frame pairs)")
     _fit(idm, lambda i: F.cross_entropy(idm(to_input(frames[i - 1]), to_input(frames[i])),
-                                        act_t[i], weight=act_w), pair_rows, steps, 48,
+                                        act_t[i], weight=act_w), pair_rows, 2 * steps, 48,
          "inverse dynamics", log)
 
     audio = torch.from_numpy(np.asarray(data.audio, np.float32) / 32768.0)

@@ -29,10 +29,11 @@ class SimEpisode:
     spec: WorldSpec
     inputs: list[FrameInputs]
     model_text: dict[int, str] = field(default_factory=dict)  # sentence the model gets instead
-    frames: np.ndarray | None = None  # (N, H, W, 3) uint8
-    audio: np.ndarray | None = None  # (N, 800) int16
-    labels: np.ndarray | None = None  # (N,) LABEL_DTYPE
-    view: np.ndarray | None = None  # (N,) VIEW_DTYPE
+    # The truth, empty until `simulate` (or a Recorder) fills it:
+    frames: np.ndarray = field(default_factory=lambda: np.zeros((0, 128, 128, 3), np.uint8))
+    audio: np.ndarray = field(default_factory=lambda: np.zeros((0, 800), np.int16))
+    labels: np.ndarray = field(default_factory=lambda: np.zeros(0, LABEL_DTYPE))
+    view: np.ndarray = field(default_factory=lambda: np.zeros(0, VIEW_DTYPE))
 
     def simulate(self) -> SimEpisode:
         world = SimWorld(self.spec)

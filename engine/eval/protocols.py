@@ -4,7 +4,8 @@
   fixed heading; fire and spawned objects appear ahead), judge the frame 2 s later.
 - Gift (Zero Mark): face the creature until it asks, give a leaf or a dragon, look away and
   wait, come back 20 s after the gift (turn to the creature, walk up to it) and again at 60 s;
-  judge its mood in the first frame near each check where it stands in view.
+  judge its mood in the frame near each check that shows most of its mood icon (the
+  clearest look a player gets on the way back; the first readable frame often showed 4 pixels).
 - Turn: an exact 2 pi turn in place (104 frames of LEFT, then the remainder as a yaw delta).
 - Walk: 2,000 frames of walking play (forward, turning away from what blocks the way).
 """
@@ -23,7 +24,7 @@ from engine.sim.themes import THEME_NAMES
 from engine.sim.visibility import rainbow_heading
 from engine.sim.world import TURN_RATE
 
-from .classifiers import CREATURE_MIN_PX, STATE_HEADS
+from .classifiers import STATE_HEADS, mood_targets
 from .episodes import PRIME_FRAMES, Recorder, SimEpisode
 from .judge_data import heading_to, turn_toward
 
@@ -31,7 +32,7 @@ PROMPT_JUDGE_AFTER = 40  # frames after the sentence: 2 s
 GIFT_CHECKS = (400, 1200)  # frames after the gift: 20 s and 60 s
 GIFT_REACT = 4  # frames the model plays right after the gift (the sentence's chunk)
 GIFT_RETURN = 120  # frames of coming back (turn, walk up) before each check
-GIFT_VIEW_WINDOW = 40  # the check: first of the last 40 frames with the creature in view
+GIFT_VIEW_WINDOW = 40  # the check: of the last 40 frames, the one showing most of its icon
 CLOSE_ENOUGH = 8.0  # cells: stop walking toward the creature here
 TURN_KEY_FRAMES = int(2 * np.pi / TURN_RATE)  # 104 frames of LEFT ...
 TURN_REMAINDER = 2 * np.pi - TURN_KEY_FRAMES * TURN_RATE  # ... then this yaw delta: exactly 2 pi
@@ -125,11 +126,11 @@ def gift_episode(gift: str, text: str, index: int, wait: int = 300) -> GiftEpiso
                                  yaw=yaw))
     ep = rec.episode({gift_frame: text})
     checks = []
+    readable = mood_targets(ep.labels, ep.view) >= 0  # in view, its icon big enough to read
     for after in GIFT_CHECKS:
-        end = gift_frame + after
-        seen = np.nonzero(ep.view["creature_px"][end - GIFT_VIEW_WINDOW:end + 1]
-                          >= CREATURE_MIN_PX)[0]
-        checks.append(int(end - GIFT_VIEW_WINDOW + seen[0]) if len(seen) else -1)
+        window = np.arange(gift_frame + after - GIFT_VIEW_WINDOW, gift_frame + after + 1)
+        shown = np.where(readable[window], ep.view["icon_pixels"][window], 0)
+        checks.append(int(window[np.argmax(shown)]) if shown.max() > 0 else -1)
     return GiftEpisode(ep, gift_frame, checks, returns)
 
 

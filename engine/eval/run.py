@@ -31,7 +31,7 @@ from .classifiers import (
     mood_targets,
 )
 from .episodes import PRIME_FRAMES, ModelPlayer, SimEpisode, agent_episode
-from .judge_data import JUDGE_EVENTS, judge_data
+from .judge_data import JUDGE_EVENTS, episode_events, judge_data
 from .protocols import (
     GIFT_CHECKS,
     GIFT_REACT,
@@ -170,11 +170,11 @@ def fidelity(player: ModelPlayer, judges: Judges, episodes: list[SimEpisode], pr
     out["fd_h16_frames"] = len(g16)
     if long_gen:
         g64, t64 = np.concatenate(long_gen), np.concatenate(long_true)
-        out["fd_h64"] = M.frechet_distance(judges.features(g64), judges.features(t64))
+        true_features = judges.features(t64)
+        out["fd_h64"] = M.frechet_distance(judges.features(g64), true_features)
         out["fd_h64_frames"] = len(g64)
         half = len(t64) // 2  # the same distance between two halves of the truth: its noise
-        out["fd_sim_halves"] = M.frechet_distance(judges.features(t64[:half]),
-                                                  judges.features(t64[half:]))
+        out["fd_sim_halves"] = M.frechet_distance(true_features[:half], true_features[half:])
     if idm_hits:
         hits = np.array(idm_hits, np.float64)
         out.update(_action_following(hits))
@@ -235,19 +235,22 @@ def _mean_present(values: list[float | None]) -> float | None:
 def prompt_following(player: ModelPlayer, judges: Judges, cases: list[PromptCase],
                      progress: Log) -> dict:
     progress(f"prompt following: {len(cases)} cases, judged 2 s after the sentence")
-    hits, sim_hits, control_hits, events = [], [], [], []
+    hit_list: list[bool] = []
+    sim_list: list[bool] = []
+    control_hits: list[bool] = []
+    events: list[str] = []
     for i, case in enumerate(cases):
         ep = prompt_episode(case, i)
         control = prompt_episode(case, i, with_prompt=False)
         head, target = prompt_target(case.event)
         frames, _ = player.rollout(ep, PRIME_FRAMES, len(ep.inputs) - PRIME_FRAMES, seed=i)
-        hits.append(judges.read_state(frames[-1:])[head][0] == target)
-        sim_hits.append(judges.read_state(ep.frames[-1:])[head][0] == target)
+        hit_list.append(judges.read_state(frames[-1:])[head][0] == target)
+        sim_list.append(judges.read_state(ep.frames[-1:])[head][0] == target)
         control_hits.append(judges.read_state(control.frames[-1:])[head][0] == target)
         events.append(case.event)
         if (i + 1) % 5 == 0:
             progress(f"  prompt case {i + 1}/{len(cases)}")
-    hits, sim_hits = np.array(hits, float), np.array(sim_hits, float)
+    hits, sim_hits = np.array(hit_list, float), np.array(sim_list, float)
     by_event = {e: float(np.mean([h for h, ev in zip(hits, events, strict=True) if ev == e]))
                 for e in dict.fromkeys(events)}
     return {"prompt_following": float(hits.mean()), "prompt_following_ci": M.bootstrap_ci(hits),
@@ -326,9 +329,10 @@ def judge_accuracy(world: World, judges: Judges, progress: Log, episodes_per_eve
     progress("judges on autoencoder reconstructions of held-out frames")
     data = judge_data(CACHE, progress)
     test = data.rows(True)
-    held_out = np.unique(data.episode[test])  # TEST_EVERY apart: each event's in a row
-    per_event = len(held_out) // len(JUDGE_EVENTS)
-    chosen = held_out[::max(1, per_event // episodes_per_event)]
+    events = np.array(episode_events())
+    held_out = np.unique(data.episode[test])
+    chosen = np.concatenate([held_out[events[held_out] == e][:episodes_per_event]
+                             for e in JUDGE_EVENTS])
     rows = test[np.isin(data.episode[test], chosen)]
     recon = np.concatenate([
         tensor_to_frames(world.video_ae(frames_to_tensor(np.asarray(data.frames[rows[i:i + 64]]))))

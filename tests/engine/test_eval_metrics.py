@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from engine.eval import metrics as M
-from engine.eval.classifiers import ACTIONS, action_class, audio_targets
+from engine.eval.classifiers import (
+    ACTIONS,
+    SHIFT_X,
+    SHIFT_Y,
+    action_class,
+    action_targets,
+    audio_targets,
+    shift_costs,
+)
 from engine.sim.labels import empty_labels
 
 
@@ -117,3 +126,25 @@ def test_action_classes_and_audio_targets_from_labels():
     assert t[:, 0].tolist() == [0, 1, 1, 0, 0] and t[:, 1].tolist() == [1, 1, 0, 0, 0]
     assert t[:, 3].tolist() == [1, 1, 0, 0, 1]  # strong wind: misty coast, not ember forest
     assert t[:, 4].tolist() == [0, 0, 1, 1, 1]  # a call sounds for a few frames
+
+
+def test_actions_the_picture_cannot_tell_are_not_scored():
+    labels = empty_labels(7)
+    labels["keys"] = [0, 1, 1, 0, 0, 1 | 2, 64]  # -, W, W, -, -, W+A, UP
+    labels["yaw_delta"] = [0, 0, 0.01, 0.001, 3.1, 0, 0]
+    labels["pose_x"] = np.arange(7)  # moving every frame
+    first = np.array([True] + [False] * 6)
+    names = [ACTIONS[i] if i >= 0 else None for i in action_targets(labels, first)]
+    # episode start; forward; a slight turn while walking; (almost) still; a jump round;
+    # two movement keys; looking up
+    assert names == [None, "forward", None, "idle", None, None, None]
+
+
+def test_shift_costs_find_the_shift_between_two_frames():
+    before = torch.rand(1, 3, 128, 128, generator=torch.Generator().manual_seed(0))
+    before = torch.nn.functional.avg_pool2d(before, 3, 1, 1)  # some texture, not pixel noise
+    after = torch.roll(before, shifts=(0, 4), dims=(2, 3))  # the picture moved 4 px right
+    cost = shift_costs(before, after)
+    best = cost.mean((2, 3)).argmin(1).item()
+    dy, dx = divmod(best, 2 * SHIFT_X + 1)
+    assert (dy - SHIFT_Y, dx - SHIFT_X) == (0, 2)  # at half resolution: 2 of its pixels

@@ -14,7 +14,13 @@ from engine.eval import metrics as M
 from engine.eval.__main__ import load_prompt_cases
 from engine.eval.classifiers import MOODS, mood_targets, state_targets
 from engine.eval.episodes import PRIME_FRAMES, ModelPlayer, SimEpisode
-from engine.eval.judge_data import JUDGE_EVENTS, JUDGE_SEED_BASE, judge_episode
+from engine.eval.judge_data import (
+    JUDGE_EVENTS,
+    JUDGE_SEED_BASE,
+    build_judge_data,
+    episode_events,
+    judge_episode,
+)
 from engine.eval.protocols import (
     TURN_KEY_FRAMES,
     PromptCase,
@@ -125,3 +131,12 @@ def test_image_and_sentences_reach_the_model_at_their_frame():
     assert (2, "Image") in kinds and (4, "Prompt") in kinds
     prompt = next(e for frame, e in session.pushed if type(e).__name__ == "Prompt")
     assert prompt.text == "let the heavens weep"
+
+
+def test_judge_data_episodes_map_to_their_events_and_hold_out_each_kind():
+    data = build_judge_data(episodes_per_event=5, frames=2, log=lambda _: None)
+    events = np.array(episode_events(5))
+    assert len(events) == data.episode.max() + 1
+    held_out = np.unique(data.episode[data.test])
+    assert set(events[held_out]) == set(JUDGE_EVENTS)  # every event has unseen episodes
+    assert (events == "spawn_statue").sum() > (events == "rain").sum()  # objects need places

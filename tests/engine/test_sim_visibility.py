@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from engine.sim import FrameInputs, SimWorld, WorldSpec
-from engine.sim.visibility import rainbow_heading, view_labels
+from engine.sim.constants import OBJECT_KINDS
+from engine.sim.visibility import _billboard_boxes, rainbow_heading, shown_pixels, view_labels
+from engine.sim.world import CREATURE_KEY, ICON_KEY, SpawnedObject
 
 
 def _turn_to(world: SimWorld, heading: float) -> None:
@@ -47,3 +49,33 @@ def test_creature_box_follows_the_creature():
     world.step(FrameInputs(yaw=float(np.pi)))
     view = view_labels(world)
     assert view["creature_px"] == 0 and (view["creature_box"] == -1).all()
+
+
+def test_shown_pixels_count_what_the_picture_shows():
+    world = SimWorld(WorldSpec(5, "frost_valley"))
+    world.step(FrameInputs(prompts=("summon a statue",)))
+    for _ in range(3):
+        world.step()
+    statue = OBJECT_KINDS.index("statue")
+    ahead = view_labels(world)
+    x0, y0, x1, y1 = _billboard_boxes(world)[0]
+    assert 0 < ahead["object_pixels"][statue] <= (x1 - x0) * (y1 - y0)  # not its whole box
+    world.step(FrameInputs(yaw=float(np.pi)))
+    assert view_labels(world)["object_pixels"][statue] == 0
+
+
+def test_a_billboard_drawn_over_another_hides_it():
+    world = SimWorld(WorldSpec(5, "frost_valley"))
+    world.step()
+    shown = shown_pixels(world)
+    assert shown[CREATURE_KEY] > 0 and view_labels(world)["creature_pixels"] == shown[CREATURE_KEY]
+    assert view_labels(world)["icon_pixels"] == shown.get(ICON_KEY, 0)
+    # a dragon just behind the creature: the creature, drawn after it, covers part of it
+    c = world.creature.state
+    dx, dy = world.player_delta_to(c.x, c.y)
+    x, y = world.x + 1.3 * dx, world.y + 1.3 * dy
+    world.objects.append(SpawnedObject("dragon", x, y, world.terrain.height_at(x, y)))
+    world.step()
+    covered = shown_pixels(world)[0]
+    c.x += 64  # the same frame without the creature in front
+    assert shown_pixels(world)[0] > covered > 0
