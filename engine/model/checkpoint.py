@@ -42,7 +42,10 @@ def load_checkpoint(path: str | Path | None, model_cls: type[M], config_cls: typ
                     ckpt: dict[str, Any] | None = None) -> M:
     """Rebuild the model from the config stored in the checkpoint; weights come back as fp32.
     Checkpoints hold tensors and plain values only, so they load with weights_only=True."""
-    ckpt = ckpt if ckpt is not None else load_payload(path)
+    if ckpt is None:
+        if path is None:
+            raise ValueError("load_checkpoint needs a path or an already loaded ckpt")
+        ckpt = load_payload(path)
     config = config_cls(**_tuples(config_cls, ckpt["config"]))
     model = model_cls(config)
     model.load_state_dict({k: v.float() if v.is_floating_point() else v

@@ -331,6 +331,7 @@ def latent_refiner(cfg: WorldModelConfig) -> nn.Sequential:
     without it begins exactly where those weights are."""
     c, w = cfg.latent_channels, cfg.refine_width
     last = nn.Conv2d(w, c, 3, padding=1)
+    assert last.bias is not None
     nn.init.zeros_(last.weight)
     nn.init.zeros_(last.bias)
     return nn.Sequential(nn.Conv2d(2 * c, w, 3, padding=1), nn.SiLU(),

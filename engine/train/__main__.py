@@ -178,11 +178,11 @@ def main(argv: list[str] | None = None) -> int:
         import json
 
         from .audio_study import study
-        from .latents import load_tokenizers
+        from .latents import load_audio_tokenizer
 
         folders = (args.weights or "engine/weights").split(",")
         result = study(args.data or "data/v2", args.heldout,
-                       {f: load_tokenizers(f)[1] for f in folders})
+                       {f: load_audio_tokenizer(f) for f in folders})
         print(json.dumps(result, indent=1))
         path = Path(args.heldout)
     elif args.stage == "text-table":

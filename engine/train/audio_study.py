@@ -73,10 +73,19 @@ def band_energy(test: np.ndarray, edges_hz: tuple[float, ...]) -> dict[str, floa
 
 
 def tokenizer_figures(model: AudioAE, test: np.ndarray) -> dict[str, float]:
-    """SNR, log-spectral distance and the best-gain SNR (phase match) of a tokenizer."""
+    """SNR, log-spectral distance and the best-gain SNR (phase match) of what a tokenizer
+    plays (all parts summed: what the eval's audio_ae_snr_db scores), and for a texture
+    decoder the same of its coherent part alone."""
     with torch.inference_mode():
-        recon = torch.cat([model(torch.as_tensor(test[i:i + 512]))
+        parts = torch.cat([model.decode_parts(model.encode(torch.as_tensor(test[i:i + 512])))
                            for i in range(0, len(test), 512)]).numpy()
+    out = _figures(parts.sum(axis=1), test)
+    if parts.shape[1] > 1:
+        out.update({f"coherent_{k}": v for k, v in _figures(parts[:, 0], test).items()})
+    return out
+
+
+def _figures(recon: np.ndarray, test: np.ndarray) -> dict[str, float]:
     gain = float((recon * test).sum() / max((recon ** 2).sum(), 1e-12))
     return {"snr_db": round(snr_db(recon, test), 2),
             "lsd_db": round(log_spectral_distance(recon, test), 2),

@@ -74,8 +74,15 @@ def load_tokenizers(folder: str | Path) -> tuple[VideoAE, AudioAE]:
     folder = Path(folder)
     suffix = "_final.pt" if (folder / "video_ae_final.pt").exists() else ".pt"
     video = load_checkpoint(folder / f"video_ae{suffix}", VideoAE, VideoAEConfig)
-    audio = load_checkpoint(folder / f"audio_ae{suffix}", AudioAE, AudioAEConfig)
-    return video, audio
+    return video, load_audio_tokenizer(folder)
+
+
+def load_audio_tokenizer(folder: str | Path) -> AudioAE:
+    """The audio tokenizer of a tokenizer run (`audio_ae_final.pt`) or a weights folder."""
+    folder = Path(folder)
+    final = folder / "audio_ae_final.pt"
+    return load_checkpoint(final if final.exists() else folder / "audio_ae.pt", AudioAE,
+                           AudioAEConfig)
 
 
 def training_text_table() -> dict[str, np.ndarray]:
