@@ -25,8 +25,9 @@
 #   audio     main's audio projections learn the new audio tokenizer's latents (1 min)
 #   ship      OUT/weights (main world.pt + tuned video_ae.pt), OUT/nobank, OUT/norefine,
 #             OUT/audio (audio_ae.pt + world.pt + openings.pt: main with the new audio)
-#   measure   main, nobank, norefine on the CPU in parallel (engine/train/measure.py), JSON into
-#             OUT; OUT/gpu.csv samples utilisation and memory every 5 s
+#   measure   nobank and norefine on the CPU as soon as they are trained, main (+ decoder) once
+#             shipped (engine/train/measure.py), JSON into OUT; OUT/gpu.csv samples
+#             utilisation and memory every 5 s
 # Back here: compare OUT/measure_*.json with runs/measure/baseline, look at the PNGs,
 # and copy the weights into engine/weights only if they are better (MODEL.md says how).
 set -euo pipefail
@@ -37,11 +38,12 @@ base=${WEIGHTS:-engine/weights}
 if [[ -n "${SMOKE:-}" ]]; then  # toy sizes: proves the wiring on a CPU in a few minutes
     episodes=4 frames=200 bank_workers=2 rollouts=1 horizons=5,16 gen_steps=2 gen_batch=4
     dec_steps=2 dec_batch=2 gen_minutes=2 dec_minutes=1 audio_minutes=0.3 audio_steps=2
-    long_frames=40 fid_episodes=1 runs=runs/smoke_recipe device=cpu preset=cpu
+    long_frames=40 fid_episodes=1 runs=runs/smoke_recipe device=cpu preset=cpu measure_threads=1
 else
     episodes=256 frames=300 bank_workers=8 rollouts=6 horizons=5,16,48,96,160 gen_steps=3000
     gen_batch=256 dec_steps=1500 dec_batch=32 gen_minutes=3 dec_minutes=1 audio_minutes=2
     audio_steps=1000 long_frames=2000 fid_episodes=10 runs=runs/gpu_v3 device=auto preset=gpu
+    measure_threads=2
 fi
 workers=${WORKERS:-$(nproc --all)}
 data=$runs/data logs=$runs/logs
@@ -113,6 +115,14 @@ for arm in main nobank norefine; do
 done
 waitjobs || { tail -30 "$logs"/gen_*.log; exit 1; }
 for arm in main nobank norefine; do grep -h '"throughput"' "$logs/gen_$arm.log" || true; done
+measure() {  # CPU only, in the background: the GPU stages below do not wait for it
+    OMP_NUM_THREADS=$measure_threads $py -m engine.train measure --threads "$measure_threads" \
+        --weights "$runs/$1/weights" \
+        --out "$runs/measure_$1" --episodes "$fid_episodes" --long-frames "$long_frames" \
+        --text-table "$table" > "$logs/measure_$1.log" 2>&1 &
+}
+measure nobank  # the ablations are final now; measuring them meanwhile saves ~2 min
+measure norefine
 
 stamp "decoder fine-tune on main's latents | main's audio projections on the new audio latents"
 $py -m engine.train decoder --data "$data" --weights "$runs/main/weights" \
@@ -130,14 +140,10 @@ $py -m engine.train finetune --audio-only --audio-weight 2 --data "$data" \
     --batch "$gen_batch" --device "$device" --text-table "$table" \
     > "$logs/audio_adapt.log" 2>&1 || { tail -30 "$logs/audio_adapt.log"; exit 1; }
 wait "$decoder" || { tail -30 "$logs/decoder.log"; exit 1; }
-ship  # the weights are out before the (optional, CPU-only) measurements start
+ship  # the weights are out before the last (optional, CPU-only) measurement
 
-stamp "measure (CPU, in parallel)"
-for name in decoder nobank norefine; do
-    OMP_NUM_THREADS=2 $py -m engine.train measure --threads 2 --weights "$runs/$name/weights" \
-        --out "$runs/measure_$name" --episodes "$fid_episodes" --long-frames "$long_frames" \
-        --text-table "$table" > "$logs/measure_$name.log" 2>&1 &
-done
+stamp "measure main + tuned decoder (CPU; nobank and norefine are already being measured)"
+measure decoder
 waitjobs || true
 for name in decoder nobank norefine; do
     [[ -f $runs/measure_$name/measure.json ]] && cp "$runs/measure_$name/measure.json" \
