@@ -16,16 +16,17 @@
 #             true context, histories at 5..160 frames, equally many per error quartile), and
 #             the audio tokenizer (coherent + texture decoder, engine/model/audio_ae.py) on the GPU
 #   generator three fine-tunes side by side on the GPU, same steps, data and warm start
-#             (batch 256 x 10 frames each): `main` (Error Bank 25 % of every batch + the latent
-#             refiner), `nobank` (the same without the bank: brightness_drift_no_bank) and
-#             `norefine` (the bank without the refiner: does the refiner remove the tile grid
-#             at scale?); all with rollout context, context noise to 0.3 and run-time-sized
-#             context masks (engine/train/finetune.py). Each prints its throughput.
+#             (batch 256 x 10 frames each): `main` (Error Bank 25 % of every batch), `nobank`
+#             (the same without the bank: brightness_drift_no_bank) and `refine` (main + the
+#             latent refiner: on the CPU it lowered drift but raised the seams, so the lease
+#             decides it at scale); all with rollout context, context noise to 0.3 and
+#             run-time-sized context masks (engine/train/finetune.py). Each prints its
+#             throughput.
 #   decoder   the GameNGen decoder fine-tune on main's own latents (1 min), while on the GPU
 #   audio     main's audio projections learn the new audio tokenizer's latents (1 min)
-#   ship      OUT/weights (main world.pt + tuned video_ae.pt), OUT/nobank, OUT/norefine,
+#   ship      OUT/weights (main world.pt + tuned video_ae.pt), OUT/nobank, OUT/refine,
 #             OUT/audio (audio_ae.pt + world.pt + openings.pt: main with the new audio)
-#   measure   nobank and norefine on the CPU as soon as they are trained, main (+ decoder) once
+#   measure   nobank and refine on the CPU as soon as they are trained, main (+ decoder) once
 #             shipped (engine/train/measure.py), JSON into OUT; OUT/gpu.csv samples
 #             utilisation and memory every 5 s
 # Back here: compare OUT/measure_*.json with runs/measure/baseline, look at the PNGs,
@@ -59,7 +60,7 @@ ship() {  # whatever exists: main (+ tuned decoder), the two ablations, main wit
         done
     done
     copy_if "$runs/nobank/weights/world.pt" "$out/nobank"
-    copy_if "$runs/norefine/weights/world.pt" "$out/norefine"
+    copy_if "$runs/refine/weights/world.pt" "$out/refine"
     for f in audio_ae.pt world.pt openings.pt; do copy_if "$runs/audio/weights/$f" "$out/audio"; done
     [[ -f $logs/gpu.csv ]] && cp "$logs/gpu.csv" "$out/"
     return 0
@@ -100,13 +101,13 @@ for pid in $(jobs -p | grep -v -e "^$watchdog$" -e "^${monitor:-none}$" -e "^$au
 done
 bank=$(IFS=,; echo "${bank_files[*]}")
 
-stamp "generator fine-tunes side by side: main (bank + refiner), nobank, norefine"
+stamp "generator fine-tunes side by side: main (Error Bank), nobank, refine (bank + refiner)"
 declare -A arm_args=(
-    [main]="--error-bank $bank --refine-width 32"
-    [nobank]="--refine-width 32"
-    [norefine]="--error-bank $bank"
+    [main]="--error-bank $bank"
+    [nobank]=""
+    [refine]="--error-bank $bank --refine-width 32"
 )
-for arm in main nobank norefine; do
+for arm in main nobank refine; do
     # shellcheck disable=SC2086  # the arm's flags are meant to split
     $py -m engine.train finetune --data "$data" --weights "$base" --out "$runs/$arm" \
         --steps "$gen_steps" --minutes "$gen_minutes" --batch "$gen_batch" --threads 2 \
@@ -114,7 +115,7 @@ for arm in main nobank norefine; do
         > "$logs/gen_$arm.log" 2>&1 &
 done
 waitjobs || { tail -30 "$logs"/gen_*.log; exit 1; }
-for arm in main nobank norefine; do grep -h '"throughput"' "$logs/gen_$arm.log" || true; done
+for arm in main nobank refine; do grep -h '"throughput"' "$logs/gen_$arm.log" || true; done
 measure() {  # CPU only, in the background: the GPU stages below do not wait for it
     OMP_NUM_THREADS=$measure_threads $py -m engine.train measure --threads "$measure_threads" \
         --weights "$runs/$1/weights" \
@@ -122,7 +123,7 @@ measure() {  # CPU only, in the background: the GPU stages below do not wait for
         --text-table "$table" > "$logs/measure_$1.log" 2>&1 &
 }
 measure nobank  # the ablations are final now; measuring them meanwhile saves ~2 min
-measure norefine
+measure refine
 
 stamp "decoder fine-tune on main's latents | main's audio projections on the new audio latents"
 $py -m engine.train decoder --data "$data" --weights "$runs/main/weights" \
@@ -142,10 +143,10 @@ $py -m engine.train finetune --audio-only --audio-weight 2 --data "$data" \
 wait "$decoder" || { tail -30 "$logs/decoder.log"; exit 1; }
 ship  # the weights are out before the last (optional, CPU-only) measurement
 
-stamp "measure main + tuned decoder (CPU; nobank and norefine are already being measured)"
+stamp "measure main + tuned decoder (CPU; nobank and refine are already being measured)"
 measure decoder
 waitjobs || true
-for name in decoder nobank norefine; do
+for name in decoder nobank refine; do
     [[ -f $runs/measure_$name/measure.json ]] && cp "$runs/measure_$name/measure.json" \
         "$out/measure_$name.json"
 done
