@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     by_t: dict[int, list[dict]] = {}
     for t, ev in DEMO_SCRIPT:
         by_t.setdefault(t, []).append(ev)
-    video, audio = [], []
+    video: list[np.ndarray] = []
+    audio: list[np.ndarray] = []
     with torch.inference_mode():
         while len(video) < args.frames:
             for ev in by_t.get(len(video), ()):
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     write_mp4(args.out / "sim.mp4", truth, truth_audio)
     write_mp4(args.out / "side_by_side.mp4", np.concatenate([truth, model_frames], axis=2),
               model_audio)
-    idx = np.linspace(0, args.frames - 1, 8).astype(int)
+    idx = [int(i) for i in np.linspace(0, args.frames - 1, 8)]
     sheet = np.concatenate([contact_sheet(truth, indices=idx, columns=8),
                             contact_sheet(model_frames, indices=idx, columns=8)], axis=0)
     save_png(args.out / "contact.png", sheet)

@@ -17,7 +17,10 @@ from .layout import directory_bytes, finished_shards
 def dataset_stats(root: Path) -> dict:
     shards = finished_shards(root)
     frames = episodes = 0
-    weather, time_of_day, moods, themes = Counter(), Counter(), Counter(), Counter()
+    weather: Counter[str] = Counter()
+    time_of_day: Counter[str] = Counter()
+    moods: Counter[str] = Counter()
+    themes: Counter[str] = Counter()
     events: Counter = Counter()
     resolution = None
     fire = rainbow = steps = 0

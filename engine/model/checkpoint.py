@@ -22,7 +22,10 @@ def save_checkpoint(path: str | Path, model: nn.Module, extra: dict[str, Any] | 
     state = model.state_dict()
     if half:
         state = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
-    payload = {"config": dataclasses.asdict(model.config), "model": state, **(extra or {})}
+    config = getattr(model, "config", None)
+    if config is None or not dataclasses.is_dataclass(config) or isinstance(config, type):
+        raise TypeError(f"{type(model).__name__} has no dataclass `config` to store")
+    payload = {"config": dataclasses.asdict(config), "model": state, **(extra or {})}
     atomic_save(payload, path)
 
 
@@ -35,15 +38,24 @@ def atomic_save(payload: Any, path: str | Path) -> None:
     tmp.replace(path)
 
 
-def load_checkpoint(path: str | Path, model_cls: type[M], config_cls: type,
+def load_checkpoint(path: str | Path | None, model_cls: type[M], config_cls: type,
                     ckpt: dict[str, Any] | None = None) -> M:
-    """Rebuild the model from the config stored in the checkpoint; weights come back as fp32."""
-    ckpt = ckpt if ckpt is not None else torch.load(path, map_location="cpu", weights_only=False)
+    """Rebuild the model from the config stored in the checkpoint; weights come back as fp32.
+    Checkpoints hold tensors and plain values only, so they load with weights_only=True."""
+    if ckpt is None:
+        if path is None:
+            raise ValueError("load_checkpoint needs a path or an already loaded ckpt")
+        ckpt = load_payload(path)
     config = config_cls(**_tuples(config_cls, ckpt["config"]))
     model = model_cls(config)
     model.load_state_dict({k: v.float() if v.is_floating_point() else v
                            for k, v in ckpt["model"].items()})
     return model.eval()
+
+
+def load_payload(path: str | Path) -> dict[str, Any]:
+    """A checkpoint's contents, on the CPU, without running pickled code."""
+    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def _tuples(config_cls: type, values: dict[str, Any]) -> dict[str, Any]:

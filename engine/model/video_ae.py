@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -39,6 +40,9 @@ class ResBlock(nn.Module):
 
 
 class VideoAE(nn.Module):
+    mean: torch.Tensor  # latent normalisation buffers (registered in __init__)
+    std: torch.Tensor
+
     def __init__(self, config: VideoAEConfig):
         super().__init__()
         self.config = config
@@ -102,7 +106,7 @@ def frames_to_tensor(frames) -> torch.Tensor:
     return x.permute(0, 3, 1, 2).float().div_(255.0)
 
 
-def tensor_to_frames(images: torch.Tensor):
+def tensor_to_frames(images: torch.Tensor) -> np.ndarray:
     """(B, 3, H, W) float -> (B, H, W, 3) uint8 numpy."""
     x = images.clamp(0, 1).mul(255).round_().to(torch.uint8)
     return x.permute(0, 2, 3, 1).contiguous().cpu().numpy()

@@ -49,6 +49,7 @@ class WorldModelConfig:
     sampler_steps: int = 3
     rope_base: float = 100.0
     project_context: bool = False  # re-encode generated frames before they join the context
+    refine_width: int = 0  # > 0: a conv refiner over the assembled latent (no tile grid)
     extra: dict = field(default_factory=dict)
 
     @property
@@ -153,6 +154,7 @@ class Layer(nn.Module):
         masks = [mem_mask]
         values = [mem_v]
         if past_k is not None:
+            assert past_v is not None and past_mask is not None
             logits.append(qr @ past_k.transpose(-1, -2))
             masks.append(past_mask)
             values.append(past_v)
@@ -196,6 +198,7 @@ class WorldModel(nn.Module):
         self.audio_out = nn.Linear(w, cfg.audio_dim)
         nn.init.zeros_(self.video_out.weight)
         nn.init.zeros_(self.video_out.bias)
+        self.refine = latent_refiner(cfg) if cfg.refine_width else None
 
     # -- tokens ------------------------------------------------------------------------------
     def patchify(self, z: torch.Tensor) -> torch.Tensor:
@@ -232,16 +235,29 @@ class WorldModel(nn.Module):
         im = (self.image_mem(image) + kinds[2])[:, None]
         return torch.cat([t, im, s], dim=1)
 
-    def readout(self, x: torch.Tensor, blocks: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Tokens -> (video velocity (B, F, C, H, W), audio velocity (B, F, A))."""
-        b = x.shape[0]
+    def readout(self, x: torch.Tensor, video: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tokens -> (video velocity (B, F, C, H, W), audio velocity (B, F, A)).
+
+        `video` (B, F, C, H, W) is the blocks' input latent: the refiner, if any, sees it next
+        to the assembled per-token velocity, so it can mend detail across patch borders.
+        """
+        b, blocks = video.shape[:2]
         x = self.ln_out(x).view(b, blocks, self.config.block_tokens, -1)
-        return self.unpatchify(self.video_out(x[:, :, 2:])), self.audio_out(x[:, :, 1])
+        velocity = self.unpatchify(self.video_out(x[:, :, 2:]))
+        if self.refine is not None:
+            flat = torch.cat([velocity, video], dim=2).flatten(0, 1)
+            velocity = velocity + self.refine(flat).view_as(velocity)
+        return velocity, self.audio_out(x[:, :, 1])
+
+    def transformer_layers(self) -> list[Layer]:
+        """The layers, typed (iterating an nn.ModuleList yields plain Modules)."""
+        return [layer for layer in self.layers if isinstance(layer, Layer)]
 
     def memory_layers(self, mem: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Per-layer (k, v) of memory tokens; they depend on nothing else, so cache them."""
         kv = []
-        for layer in self.layers:
+        for layer in self.transformer_layers():
             kv.append(layer.memory_kv(mem))
             mem = layer.forward_memory(mem)
         return kv
@@ -260,11 +276,11 @@ class WorldModel(nn.Module):
         mem_mask = mem_mask.repeat_interleave(n, dim=1)
         self_mask = self_mask.repeat_interleave(n, dim=1).repeat_interleave(n, dim=2)
         mem = memory.tokens
-        for layer in self.layers:
+        for layer in self.transformer_layers():
             mk, mv = layer.memory_kv(mem)
             x, _, _ = layer(x, angles, mk, mv, mem_mask, None, None, None, self_mask)
             mem = layer.forward_memory(mem)
-        return self.readout(x, b.frame.shape[1])
+        return self.readout(x, b.video)
 
     # -- cached inference ----------------------------------------------------------------------
     def new_cache(self) -> KVCache:
@@ -290,7 +306,7 @@ class WorldModel(nn.Module):
         self_mask = torch.ones(b, n, n, dtype=torch.bool)
         past_frames = [f for f in cache.frames if frame - self.config.context <= f < frame]
         keep = [i for i, f in enumerate(cache.frames) if f in past_frames]
-        for li, layer in enumerate(self.layers):
+        for li, layer in enumerate(self.transformer_layers()):
             mk, mv = cache.memory_kv(li, b)
             mem_mask = torch.ones(b, n, mk.shape[2], dtype=torch.bool)
             pk = pv = pmask = None
@@ -305,7 +321,21 @@ class WorldModel(nn.Module):
         if write:
             cache.frames.append(frame)
             cache.evict()
-        return self.readout(x, 1)
+        return self.readout(x, video[:, None])
+
+
+def latent_refiner(cfg: WorldModelConfig) -> nn.Sequential:
+    """Three 3x3 convs over the whole 16x16 latent (velocity and input latent in, velocity
+    correction out): overlapping receptive fields across every patch border, so no token's
+    4x4 tile is decided alone. Its last conv starts at zero: a warm start from weights
+    without it begins exactly where those weights are."""
+    c, w = cfg.latent_channels, cfg.refine_width
+    last = nn.Conv2d(w, c, 3, padding=1)
+    assert last.bias is not None
+    nn.init.zeros_(last.weight)
+    nn.init.zeros_(last.bias)
+    return nn.Sequential(nn.Conv2d(2 * c, w, 3, padding=1), nn.SiLU(),
+                         nn.Conv2d(w, w, 3, padding=1), nn.SiLU(), last)
 
 
 def block_mask(frame: torch.Tensor, noisy: torch.Tensor, context: int) -> torch.Tensor:

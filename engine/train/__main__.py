@@ -2,8 +2,10 @@
 ship, text-table (sentence embeddings for a machine without the text encoder), openings
 (keyframes sessions start from), sampler-steps (the shipped generator's default), measure
 (rollout picture quality against the simulator, engine/train/measure.py), sheets (60-second
-contact sheets per theme), or the issue-11 fine-tunes warm-started from shipped weights
-(engine/train/finetune.py): latents, errorbank, finetune, decoder.
+contact sheets per theme), audio-study (what a per-frame audio latent can carry; SNR and
+log-spectral distance of audio tokenizers on held-out audio), or the issue-11 fine-tunes
+warm-started from shipped weights (engine/train/finetune.py): latents, errorbank, finetune,
+decoder.
 
 Every stage resumes from its checkpoint under --out when re-run with the same arguments.
 """
@@ -24,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.train")
     parser.add_argument("stage", choices=("video", "audio", "generator", "ship", "text-table",
                                           "openings", "sampler-steps", "measure", "sheets",
-                                          "errorbank", "finetune", "decoder", "latents"))
+                                          "errorbank", "finetune", "decoder", "latents",
+                                          "audio-study"))
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
     parser.add_argument("--data", default=None, help="dataset root (python -m engine.data)")
     parser.add_argument("--out", default=None, help="run folder (checkpoints, plots)")
@@ -64,6 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long-runs", type=int, default=2,
                         help="measure: walking rollouts for brightness drift")
     parser.add_argument("--batch", type=int, default=None, help="finetune/decoder: batch size")
+    parser.add_argument("--refine-width", type=int, default=None,
+                        help="finetune: add the latent refiner with this many channels")
+    parser.add_argument("--heldout", default="data/heldout",
+                        help="audio-study: held-out data set (seeds from 1,000,000)")
+    parser.add_argument("--audio-only", action="store_true", default=None,
+                        help="finetune: train only the audio projections (new audio tokenizer)")
+    parser.add_argument("--audio-weight", type=float, default=None,
+                        help="finetune: weight of the audio flow loss")
     args = parser.parse_args(argv)
     from .common import pick_device
 
@@ -76,13 +87,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.stage in ("video", "audio"):
         from .tokenizers import train_audio_ae, train_video_ae
 
-        cfg = dataclasses.replace(preset.tokenizers, **overrides)
+        tok_cfg = dataclasses.replace(preset.tokenizers, **overrides)
         if args.minutes is not None:
             key = "minutes" if args.stage == "video" else "audio_minutes"
-            cfg = dataclasses.replace(cfg, **{key: args.minutes})
+            tok_cfg = dataclasses.replace(tok_cfg, **{key: args.minutes})
         if args.adv_weight is not None:
-            cfg = dataclasses.replace(cfg, adv_weight=args.adv_weight)
-        path = train_video_ae(cfg) if args.stage == "video" else train_audio_ae(cfg)
+            tok_cfg = dataclasses.replace(tok_cfg, adv_weight=args.adv_weight)
+        if args.weights is not None:
+            tok_cfg = dataclasses.replace(tok_cfg, warm_start=args.weights)
+        path = train_video_ae(tok_cfg) if args.stage == "video" else train_audio_ae(tok_cfg)
     elif args.stage == "generator":
         from .generator import train_generator
 
@@ -90,10 +103,10 @@ def main(argv: list[str] | None = None) -> int:
             overrides["tokenizers"] = args.tokenizers
         if args.text_table is not None:
             overrides["text_table"] = args.text_table
-        cfg = dataclasses.replace(preset.generator, **overrides)
+        gen_cfg = dataclasses.replace(preset.generator, **overrides)
         if args.minutes is not None:
-            cfg = dataclasses.replace(cfg, minutes=args.minutes)
-        path = train_generator(cfg)
+            gen_cfg = dataclasses.replace(gen_cfg, minutes=args.minutes)
+        path = train_generator(gen_cfg)
     elif args.stage == "sampler-steps":
         from .ship import WEIGHTS, set_sampler_steps
 
@@ -129,21 +142,20 @@ def main(argv: list[str] | None = None) -> int:
                   "weights": args.weights, "steps": args.steps, "batch": args.batch,
                   "seed": args.seed, "minutes": args.minutes, "text_table": args.text_table}
         if args.stage == "finetune":
-            fields.update(error_bank=args.error_bank, bank_share=args.bank_share)
-            cfg = FinetuneConfig(**{k: v for k, v in fields.items() if v is not None})
-            path = train_finetune(cfg)
+            fields.update(error_bank=args.error_bank, bank_share=args.bank_share,
+                          refine_width=args.refine_width, audio_only=args.audio_only,
+                          audio_weight=args.audio_weight)
+            path = train_finetune(FinetuneConfig(**{k: v for k, v in fields.items()
+                                                    if v is not None}))
         else:
-            cfg = DecoderTuneConfig(**{k: v for k, v in fields.items() if v is not None})
-            path = train_decoder(cfg)
+            path = train_decoder(DecoderTuneConfig(**{k: v for k, v in fields.items()
+                                                      if v is not None}))
     elif args.stage == "latents":
-        from .finetune import FinetuneConfig, latent_bank
+        from .finetune import latent_bank
 
-        cfg = FinetuneConfig(**{k: v for k, v in (("data", args.data), ("weights", args.weights),
-                                                  ("out", args.out),
-                                                  ("text_table", args.text_table))
-                                if v is not None})
-        bank, _ = latent_bank(cfg, pick_device(args.device or "auto"))
-        path = Path(cfg.out).parent
+        data_cfg = data_config(args)
+        bank, _ = latent_bank(data_cfg, pick_device(args.device or "auto"))
+        path = Path(data_cfg.out).parent
         print(f"{len(bank.video)} latent frames")
     elif args.stage == "errorbank":
         import json
@@ -151,21 +163,28 @@ def main(argv: list[str] | None = None) -> int:
         from engine.runtime.session import World
 
         from .errorbank import collect
-        from .finetune import FinetuneConfig, latent_bank
+        from .finetune import latent_bank
 
-        cfg = FinetuneConfig(**{k: v for k, v in (("data", args.data),
-                                                  ("weights", args.weights),
-                                                  ("out", args.out),
-                                                  ("text_table", args.text_table))
-                                if v is not None})
-        loaded = World.load(cfg.weights)
-        bank, frames = latent_bank(cfg, torch.device("cpu"))
+        data_cfg = data_config(args)
+        loaded = World.load(data_cfg.weights)
+        bank, frames = latent_bank(data_cfg, torch.device("cpu"))
         errors = collect(loaded.model, loaded.video_ae, bank, frames, args.rollouts,
                          horizons=tuple(int(h) for h in args.horizons.split(",")),
                          keep=args.keep, seed=args.seed)
         path = Path(args.error_bank or "runs/errorbank.pt")
         errors.save(path)
         print(json.dumps(errors.summary()))
+    elif args.stage == "audio-study":
+        import json
+
+        from .audio_study import study
+        from .latents import load_audio_tokenizer
+
+        folders = (args.weights or "engine/weights").split(",")
+        result = study(args.data or "data/v2", args.heldout,
+                       {f: load_audio_tokenizer(f) for f in folders})
+        print(json.dumps(result, indent=1))
+        path = Path(args.heldout)
     elif args.stage == "text-table":
         from .latents import save_text_table
 
@@ -177,6 +196,16 @@ def main(argv: list[str] | None = None) -> int:
                     *([Path(args.dest)] if args.dest is not None else []))
     print(path)
     return 0
+
+
+def data_config(args: argparse.Namespace):
+    """The data, weights and cache location that the latents and errorbank stages read."""
+    from .finetune import FinetuneConfig
+
+    return FinetuneConfig(**{k: v for k, v in (("data", args.data), ("weights", args.weights),
+                                                ("out", args.out),
+                                                ("text_table", args.text_table))
+                             if v is not None})
 
 
 if __name__ == "__main__":

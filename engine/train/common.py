@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from engine.model.checkpoint import atomic_save
+from engine.model.checkpoint import atomic_save, load_payload
 
 
 def pick_device(name: str = "auto") -> torch.device:
@@ -58,7 +58,7 @@ def resume(path: Path, **parts: Any) -> tuple[int, float]:
     """Load model/optimizer states saved under these names; (step, seconds spent), or (0, 0)."""
     if not path.exists():
         return 0, 0.0
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    ckpt = load_payload(path)
     for name, part in parts.items():
         part.load_state_dict(ckpt[name])
     return ckpt["step"], ckpt["spent"]
@@ -69,6 +69,31 @@ def save_state(path: Path, step: int, spent: float, extra: dict | None = None,
     """The counterpart of `resume`: named state dicts plus step and time spent, atomically."""
     atomic_save({**{name: part.state_dict() for name, part in parts.items()}, "step": step,
                  "spent": spent, **(extra or {})}, path)
+
+
+class Throughput:
+    """Steps and target frames per second of a training loop, plus peak GPU memory: printed as
+    one JSON line ({"throughput": ...}) so a GPU lease's log says how busy the device was."""
+
+    def __init__(self, device: torch.device, frames_per_step: int):
+        self.device, self.frames_per_step = device, frames_per_step
+        self.steps, self.start = 0, time.monotonic()
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+
+    def tick(self) -> None:
+        self.steps += 1
+
+    def report(self) -> dict[str, float]:
+        seconds = max(time.monotonic() - self.start, 1e-9)
+        figures = {"steps": self.steps, "seconds": round(seconds, 1),
+                   "steps_per_s": round(self.steps / seconds, 3),
+                   "frames_per_s": round(self.steps * self.frames_per_step / seconds, 1)}
+        if self.device.type == "cuda":
+            figures["peak_gpu_gib"] = round(torch.cuda.max_memory_allocated(self.device) / 2**30,
+                                            2)
+        print(json.dumps({"throughput": figures}), flush=True)
+        return figures
 
 
 def cosine_lr(base: float, frac: float, step: int = 0, warmup: int = 0) -> float:

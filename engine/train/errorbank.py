@@ -80,7 +80,7 @@ def stratified(errors: torch.Tensor, count: int, buckets: int = 4,
 
 
 @torch.inference_mode()
-def collect(model: WorldModel, video_ae: VideoAE, bank: LatentBank, frames: torch.Tensor,
+def collect(model: WorldModel, video_ae: VideoAE, bank: LatentBank, frames: np.ndarray,
             rollouts: int, horizons: tuple[int, ...] = (5, 16, 48, 96, 160), keep: int = 0,
             seed: int = 0) -> ErrorBank:
     """Roll the model out `rollouts` times and store a history at each horizon.
@@ -108,10 +108,11 @@ def collect(model: WorldModel, video_ae: VideoAE, bank: LatentBank, frames: torc
             return bank.text[row] if bank.text[row].abs().sum() > 0 else None
 
         for row in range(r - ctx, r):
-            if text(row) is not None:
-                roll.add_text(text(row))
+            typed = text(row)
+            if typed is not None:
+                roll.add_text(typed)
             roll.observe(bank.video[row].float(), bank.audio[row], bank.inputs[row],
-                         int(bank.local[row]), text(row))
+                         int(bank.local[row]), typed)
         gv, ga = [], []
         for h in range(longest):
             row = r + h

@@ -30,10 +30,19 @@ from engine.model.world import WorldModel, WorldModelConfig
 from engine.runtime.openings import OPENINGS_FILE
 
 from .bank import LatentBank
-from .common import Budget, LossLog, cosine_lr, optimizer_step, pick_device, resume, save_state
+from .common import (
+    Budget,
+    LossLog,
+    Throughput,
+    cosine_lr,
+    optimizer_step,
+    pick_device,
+    resume,
+    save_state,
+)
 from .errorbank import ErrorBank, frames_of_bank, replay_batch
 from .generator import flow_loss, make_memory, own_context
-from .latents import encode_dataset
+from .latents import encode_dataset, tokenizer_fingerprint
 from .plots import line_plot
 
 WEIGHT_PARTS = ("video_ae.pt", "audio_ae.pt", "world.pt", OPENINGS_FILE)
@@ -59,6 +68,8 @@ class FinetuneConfig:
     error_bank: str | None = None  # an ErrorBank file; None trains without one (the ablation)
     bank_share: float = 0.25  # fixed share of every batch replayed from the Error Bank
     first_frame_share: float = 0.1
+    refine_width: int = 0  # > 0 adds the zero-initialised latent refiner (engine/model/world.py)
+    audio_only: bool = False  # train only the audio projections (after a new audio tokenizer)
     seed: int = 0
     checkpoint_every: int = 25
     device: str = "auto"
@@ -83,13 +94,42 @@ class DecoderTuneConfig:
 
 
 def latent_bank(cfg, device: torch.device) -> tuple[LatentBank, np.ndarray]:
-    """The data set's latents under the warm start's tokenizers, and the true frames by row."""
-    episodes, table = encode_dataset(cfg.data, cfg.weights, Path(cfg.out).parent / (
-        Path(cfg.data).name + "_latents.pt"), device=device, text_table=cfg.text_table)
+    """The data set's latents under the warm start's tokenizers, and the true frames by row.
+    Cached next to the run folder, one file per data set and tokenizer pair, so runs that
+    share both share the encoding and a new tokenizer never reads another's latents."""
+    cache = Path(cfg.out).parent / (f"{Path(cfg.data).name}_latents_"
+                                    f"{tokenizer_fingerprint(cfg.weights)[:10]}.pt")
+    episodes, table = encode_dataset(cfg.data, cfg.weights, cache, device=device,
+                                     text_table=cfg.text_table)
     model_cfg = load_checkpoint(Path(cfg.weights) / "world.pt", WorldModel,
                                 WorldModelConfig).config
     bank = LatentBank.build(episodes, table, device, model_cfg.image_dim)
     return bank, frames_of_bank(cfg.data, len(episodes))
+
+
+def warm_start_world(path: Path, refine_width: int = 0) -> WorldModel:
+    """The generator in `path`, with a zero-initialised latent refiner added when asked for
+    and not there yet: it starts out computing exactly what the stored weights compute."""
+    model = load_checkpoint(path, WorldModel, WorldModelConfig)
+    if refine_width and not model.config.refine_width:
+        grown = WorldModel(dataclasses.replace(model.config, refine_width=refine_width))
+        missing, unexpected = grown.load_state_dict(model.state_dict(), strict=False)
+        if unexpected or not all(k.startswith("refine.") for k in missing):
+            raise ValueError(f"cannot add a refiner to {path}: {missing} {unexpected}")
+        model = grown
+    return model.eval()
+
+
+def trained_parameters(model: WorldModel, audio_only: bool) -> list[torch.nn.Parameter]:
+    """Everything, or (audio_only) just the projections into and out of the audio latent: a new
+    audio tokenizer changes what those latents mean, not what the world does."""
+    if not audio_only:
+        return list(model.parameters())
+    model.requires_grad_(False)
+    parts = [model.audio_in, model.audio_out]
+    for part in parts:
+        part.requires_grad_(True)
+    return [p for part in parts for p in part.parameters()]
 
 
 def write_weights(cfg, out: Path, world: WorldModel | None = None,
@@ -123,9 +163,10 @@ def train_finetune(cfg: FinetuneConfig) -> Path:
     device = pick_device(cfg.device)
     torch.manual_seed(cfg.seed)
     bank, _ = latent_bank(cfg, device)
-    model = load_checkpoint(Path(cfg.weights) / "world.pt", WorldModel, WorldModelConfig)
+    model = warm_start_world(Path(cfg.weights) / "world.pt", cfg.refine_width)
     model = model.to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
+    params = trained_parameters(model, cfg.audio_only)
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
     state = out / "state.pt"
     step, spent = resume(state, model=model, opt=opt)
     budget = Budget(cfg.minutes, spent) if cfg.minutes else None
@@ -134,6 +175,7 @@ def train_finetune(cfg: FinetuneConfig) -> Path:
     log = LossLog(out / "loss.jsonl")
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
     bar = tqdm(total=cfg.steps, initial=step, desc="finetune", unit="step", mininterval=10)
+    speed = Throughput(device, frames_per_step=cfg.batch * cfg.window)
     while progress(cfg, step, budget) < 1:
         for g in opt.param_groups:
             g["lr"] = cosine_lr(cfg.lr, progress(cfg, step, budget), step, warmup=20)
@@ -152,8 +194,9 @@ def train_finetune(cfg: FinetuneConfig) -> Path:
         with autocast:
             loss, vl, al = flow_loss(model, w, cfg.audio_weight, cfg.own_share, cfg.own_rounds,
                                      cfg.own_steps, cfg.ctx_noise, cfg.full_context_only, bad)
-        optimizer_step(opt, loss, clip=model.parameters())
+        optimizer_step(opt, loss, clip=params)
         step += 1
+        speed.tick()
         bar.update()
         log.add(step, loss=loss.item(), video=vl.item(), audio=al.item())
         bar.set_postfix(video=f"{vl.item():.3f}", audio=f"{al.item():.3f}", refresh=False)
@@ -163,6 +206,7 @@ def train_finetune(cfg: FinetuneConfig) -> Path:
             line_plot(out / "loss.png", log.series("video", "audio"), "fine-tune flow loss")
             write_weights(cfg, out, world=model, step=step)
     bar.close()
+    speed.report()
     return write_weights(cfg, out, world=model, step=step)
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -11,10 +15,11 @@ from tqdm import tqdm
 
 from engine.data import WindowReader
 from engine.model.audio_ae import AudioAE, AudioAEConfig, int16_to_float
-from engine.model.checkpoint import load_checkpoint
+from engine.model.checkpoint import atomic_save, load_checkpoint
 from engine.model.inputs import input_features_from_labels
 from engine.model.text import TextEncoder
 from engine.model.video_ae import VideoAE, VideoAEConfig, frames_to_tensor, image_token
+from engine.sim.labels import LABEL_DTYPE
 from engine.sim.prompts import EVENT_NAMES, training_paraphrases
 from engine.sim.themes import THEME_NAMES
 
@@ -30,14 +35,54 @@ class LatentEpisode:
     image: torch.Tensor | None  # (image_dim,) pooled reference latent, or None
     labels: np.ndarray
 
+    def to_plain(self) -> dict[str, Any]:
+        """Tensors, lists and numbers only, so `torch.load(weights_only=True)` reads it back
+        (the structured label array travels as its raw bytes)."""
+        return {**dataclasses.asdict(self),
+                "labels": torch.from_numpy(np.ascontiguousarray(self.labels).view(np.uint8))}
+
+    @classmethod
+    def from_plain(cls, values: dict[str, Any]) -> LatentEpisode:
+        return cls(**{**values, "labels": values["labels"].numpy().view(LABEL_DTYPE)})
+
+
+def tokenizer_fingerprint(folder: str | Path) -> str:
+    """Which tokenizers made a latent cache: a hash of their files."""
+    folder = Path(folder)
+    suffix = "_final.pt" if (folder / "video_ae_final.pt").exists() else ".pt"
+    digest = hashlib.sha1()
+    for name in ("video_ae", "audio_ae"):
+        digest.update((folder / f"{name}{suffix}").read_bytes())
+    return digest.hexdigest()
+
+
+def read_latent_cache(cache: Path, fingerprint: str
+                      ) -> tuple[list[LatentEpisode], dict[str, np.ndarray]] | None:
+    """The cached latents if `cache` holds them for these tokenizers, else None."""
+    try:
+        saved = torch.load(cache, map_location="cpu", weights_only=True)
+    except (FileNotFoundError, pickle.UnpicklingError, RuntimeError):
+        return None  # absent, or an older format
+    if not isinstance(saved, dict) or saved.get("tokenizers") != fingerprint:
+        return None
+    return ([LatentEpisode.from_plain(e) for e in saved["episodes"]],
+            {t: v.numpy() for t, v in saved["text"].items()})
+
 
 def load_tokenizers(folder: str | Path) -> tuple[VideoAE, AudioAE]:
     """A tokenizer run's `*_final.pt` files, or a shipped weights folder's `*.pt` files."""
     folder = Path(folder)
     suffix = "_final.pt" if (folder / "video_ae_final.pt").exists() else ".pt"
     video = load_checkpoint(folder / f"video_ae{suffix}", VideoAE, VideoAEConfig)
-    audio = load_checkpoint(folder / f"audio_ae{suffix}", AudioAE, AudioAEConfig)
-    return video, audio
+    return video, load_audio_tokenizer(folder)
+
+
+def load_audio_tokenizer(folder: str | Path) -> AudioAE:
+    """The audio tokenizer of a tokenizer run (`audio_ae_final.pt`) or a weights folder."""
+    folder = Path(folder)
+    final = folder / "audio_ae_final.pt"
+    return load_checkpoint(final if final.exists() else folder / "audio_ae.pt", AudioAE,
+                           AudioAEConfig)
 
 
 def training_text_table() -> dict[str, np.ndarray]:
@@ -60,11 +105,12 @@ def load_text_table(path: str | Path) -> dict[str, np.ndarray]:
         return dict(zip(saved["texts"].tolist(), saved["vectors"], strict=True))
 
 
-class TableText:
+class TableText(TextEncoder):
     """A TextEncoder stand-in that looks sentences up in a `save_text_table` file, for machines
     without the text encoder (a GPU lease); it knows exactly the training paraphrases."""
 
     def __init__(self, path: str | Path):
+        super().__init__()
         self.table = load_text_table(path)
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -79,10 +125,12 @@ def encode_dataset(data: str | Path, tokenizers: str | Path, cache: Path,
 
     Sentences are embedded with the text encoder, or looked up in a `save_text_table` file.
     """
-    if cache.exists():
-        saved = torch.load(cache, weights_only=False)
-        return saved["episodes"], saved["text"]
-    video_ae, audio_ae = (m.to(device) for m in load_tokenizers(tokenizers))
+    fingerprint = tokenizer_fingerprint(tokenizers)
+    cached = read_latent_cache(cache, fingerprint)
+    if cached is not None:
+        return cached
+    video_ae, audio_ae = load_tokenizers(tokenizers)
+    video_ae, audio_ae = video_ae.to(device), audio_ae.to(device)
     reader = WindowReader(data, window=1)
     episodes = []
     texts: set[str] = set()
@@ -108,6 +156,6 @@ def encode_dataset(data: str | Path, tokenizers: str | Path, cache: Path,
         table = {t: known[t] for t in ordered}
     else:
         table = dict(zip(ordered, TextEncoder().encode(ordered), strict=True))
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"episodes": episodes, "text": table}, cache)
+    atomic_save({"tokenizers": fingerprint, "episodes": [e.to_plain() for e in episodes],
+                 "text": {t: torch.from_numpy(np.asarray(v)) for t, v in table.items()}}, cache)
     return episodes, table

@@ -145,9 +145,9 @@ def fidelity(world: World, episodes: int = 10) -> dict:
     """The eval's open-loop fidelity protocol: psnr/sharpness/seams at h1, h16, h64."""
     ctx = world.model.config.context
     start, max_h = ctx + 20, max(HORIZONS)
-    gen = {h: [] for h in HORIZONS}
-    true = {h: [] for h in HORIZONS}
-    copy = {h: [] for h in HORIZONS}
+    gen: dict[int, list[np.ndarray]] = {h: [] for h in HORIZONS}
+    true: dict[int, list[np.ndarray]] = {h: [] for h in HORIZONS}
+    copy: dict[int, list[np.ndarray]] = {h: [] for h in HORIZONS}
     for i in range(episodes):
         ep = agent_episode(HELDOUT_SEED_BASE + i, start + max_h)
         frames, _ = rollout(world, ep, start, max_h)

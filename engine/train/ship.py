@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
-
 from engine.model.audio_ae import AudioAE, AudioAEConfig
-from engine.model.checkpoint import atomic_save, load_checkpoint, save_checkpoint
+from engine.model.checkpoint import atomic_save, load_checkpoint, load_payload, save_checkpoint
 from engine.model.video_ae import VideoAE, VideoAEConfig
 from engine.model.world import WorldModel, WorldModelConfig
 from engine.runtime.openings import OPENINGS_FILE, build_openings
@@ -19,7 +17,7 @@ MAX_BYTES = 15 * 1024 * 1024
 
 def ship(run: str | Path, dest: Path = WEIGHTS) -> Path:
     run = Path(run)
-    ckpt = torch.load(run / "world.pt", map_location="cpu", weights_only=False)
+    ckpt = load_payload(run / "world.pt")
     tokenizers = Path(ckpt["train"]["tokenizers"])
     parts = {
         "video_ae.pt": load_checkpoint(tokenizers / "video_ae_final.pt", VideoAE, VideoAEConfig),
@@ -45,7 +43,7 @@ def set_sampler_steps(steps: int, weights: Path = WEIGHTS) -> Path:
     if steps < 1:
         raise ValueError("sampler steps must be >= 1")
     path = weights / "world.pt"
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    ckpt = load_payload(path)
     ckpt["config"]["sampler_steps"] = steps
     atomic_save(ckpt, path)
     return path
@@ -55,7 +53,7 @@ def write_openings(weights: Path = WEIGHTS) -> Path:
     """(Re)build the opening keyframes for the tokenizers in `weights` (they must match)."""
     video = load_checkpoint(weights / "video_ae.pt", VideoAE, VideoAEConfig)
     audio = load_checkpoint(weights / "audio_ae.pt", AudioAE, AudioAEConfig)
-    world = torch.load(weights / "world.pt", map_location="cpu", weights_only=False)
+    world = load_payload(weights / "world.pt")
     openings = build_openings(video, audio, context=world["config"]["context"])
     openings.save(weights / OPENINGS_FILE)
     return weights / OPENINGS_FILE

@@ -13,7 +13,13 @@ from tqdm import tqdm
 
 from engine.data.layout import finished_shards
 from engine.eval.metrics import pooled_psnr, sharpness_ratio
-from engine.model.audio_ae import AudioAE, AudioAEConfig, audio_loss, int16_to_float
+from engine.model.audio_ae import (
+    AudioAE,
+    AudioAEConfig,
+    audio_loss,
+    int16_to_float,
+    texture_loss,
+)
 from engine.model.checkpoint import load_checkpoint, save_checkpoint
 from engine.model.video_ae import (
     PatchDiscriminator,
@@ -39,6 +45,8 @@ class TokenizerTrainConfig:
     adv_start: float = 0.5  # fraction of the budget before the adversarial loss switches on
     audio_minutes: float = 5.0
     audio_batch: int = 64
+    audio_texture: bool = True  # coherent + texture decoder (engine/model/audio_ae.py)
+    warm_start: str | None = "engine/weights"  # audio: start from these weights' tokenizer
     checkpoint_every_s: float = 120.0
     device: str = "auto"
 
@@ -183,7 +191,7 @@ def train_audio_ae(cfg: TokenizerTrainConfig) -> Path:
     pool = FramePool(cfg.data)
     rng = np.random.default_rng(1)
     ckpt_path = out / "audio_ae.pt"
-    model = AudioAE(AudioAEConfig()).to(device)
+    model = audio_warm_start(cfg.warm_start, cfg.audio_texture).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
     step, spent = resume(ckpt_path, model=model, opt=opt)
     budget = Budget(cfg.audio_minutes, spent)
@@ -195,26 +203,48 @@ def train_audio_ae(cfg: TokenizerTrainConfig) -> Path:
         rows = (on_device.batch(cfg.audio_batch) if on_device is not None
                 else pool.audio_batch(cfg.audio_batch, rng))
         x = int16_to_float(rows).to(device)
-        recon = model(x)
-        loss = audio_loss(recon, x)
-        optimizer_step(opt, loss)
+        for g in opt.param_groups:
+            g["lr"] = cosine_lr(cfg.lr, budget.spent / budget.seconds)
+        if cfg.audio_texture:
+            parts = texture_loss(model.decode_parts(model.encode(x)), x)
+        else:
+            parts = {"total": audio_loss(model(x), x)}
+        optimizer_step(opt, parts["total"])
         step += 1
         bar.update()
         if step % 20 == 0:
-            mse = torch.mean((recon - x) ** 2).item()
-            log.add(step, loss=loss.item(), mse=mse)
-            bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
+            log.add(step, **{k: v.item() for k, v in parts.items()})
+            bar.set_postfix(loss=f"{parts['total'].item():.4f}", refresh=False)
         if budget.spent - last_save > cfg.checkpoint_every_s or budget.done():
             last_save = budget.spent
             save_state(ckpt_path, step, budget.spent, model=model, opt=opt)
-            line_plot(out / "audio_loss.png", log.series("loss", "mse"), "audio AE")
+            line_plot(out / "audio_loss.png", log.series(*parts), "audio AE")
     bar.close()
     model.eval()
     with torch.inference_mode():
         lat = model.encoder(int16_to_float(pool.audio_batch(512, rng)).to(device).unsqueeze(1))
         scale = float(lat.std())
-    final = AudioAE(AudioAEConfig(latent_scale=scale))
+    final = AudioAE(AudioAEConfig(latent_scale=scale, texture=cfg.audio_texture))
     final.load_state_dict(model.state_dict())
     final_path = out / "audio_ae_final.pt"
     save_checkpoint(final_path, final, {"step": step}, half=True)
     return final_path
+
+
+def audio_warm_start(weights: str | None, texture: bool) -> AudioAE:
+    """A fresh audio tokenizer, or the one in `weights` when there is one. Growing a texture
+    decoder from a single-output one: the old output (trained to sound right, not to match the
+    waveform) becomes the texture part and the coherent part starts silent."""
+    model = AudioAE(AudioAEConfig(texture=texture))
+    path = Path(weights) / "audio_ae.pt" if weights else None
+    if path is None or not path.exists():
+        return model
+    old = load_checkpoint(path, AudioAE, AudioAEConfig)
+    state = old.state_dict()
+    if texture and not old.config.texture:
+        last = f"decoder.{len(model.decoder) - 1}"
+        for name in ("weight", "bias"):
+            w = state[f"{last}.{name}"]
+            state[f"{last}.{name}"] = torch.cat([torch.zeros_like(w), w])
+    model.load_state_dict(state)  # latent_scale stays 1: encode and decode still match
+    return model

@@ -15,7 +15,7 @@ def test_round_trip_rebuilds_config_and_weights(tmp_path):
     save_checkpoint(tmp_path / "w.pt", model, {"step": 7})
     loaded = load_checkpoint(tmp_path / "w.pt", WorldModel, WorldModelConfig)
     assert loaded.config == model.config
-    assert torch.load(tmp_path / "w.pt", weights_only=False)["step"] == 7
+    assert torch.load(tmp_path / "w.pt", weights_only=True)["step"] == 7
     for (k, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items(),
                               strict=True):
         assert torch.equal(a, b), k
@@ -25,7 +25,7 @@ def test_half_precision_file_loads_as_float32_with_tuple_fields(tmp_path):
     cfg = VideoAEConfig(widths=(16, 24, 32), latent_mean=[0.5] * 8, latent_std=[2.0] * 8)
     model = VideoAE(cfg)
     save_checkpoint(tmp_path / "v.pt", model, half=True)
-    raw = torch.load(tmp_path / "v.pt", weights_only=False)
+    raw = torch.load(tmp_path / "v.pt", weights_only=True)
     assert all(v.dtype == torch.float16 for v in raw["model"].values() if v.is_floating_point())
     loaded = load_checkpoint(tmp_path / "v.pt", VideoAE, VideoAEConfig)
     assert loaded.config.widths == (16, 24, 32)
@@ -35,3 +35,15 @@ def test_half_precision_file_loads_as_float32_with_tuple_fields(tmp_path):
         assert torch.allclose(loaded(x), model(x), atol=0.05)
         # the normalisation statistics came back from the config
         assert torch.allclose(loaded.encode(x), (loaded.encoder(x * 2 - 1) - 0.5) / 2.0)
+
+
+def test_shipped_weights_load_without_unpickling_code():
+    from pathlib import Path
+
+    from engine.model.checkpoint import load_payload
+
+    weights = Path(__file__).resolve().parents[2] / "engine" / "weights"
+    for name in ("video_ae.pt", "audio_ae.pt", "world.pt"):
+        assert isinstance(load_payload(weights / name)["config"], dict)
+    world = load_checkpoint(weights / "world.pt", WorldModel, WorldModelConfig)
+    assert world.config.refine_width == 0 and world.refine is None

@@ -124,3 +124,66 @@ def test_euler_sampler_walks_from_noise_to_data_in_equal_steps():
     for _ in sampler.levels():  # the exact velocity of the straight path is data - noise
         x = sampler.step(x, data - noise)
     assert torch.allclose(x, data)
+
+
+def test_refiner_starts_as_identity_and_mixes_across_patch_borders(tmp_path):
+    from engine.model.checkpoint import save_checkpoint
+    from engine.train.finetune import warm_start_world
+
+    plain = tiny_model()
+    save_checkpoint(tmp_path / "world.pt", plain)
+    grown = warm_start_world(tmp_path / "world.pt", refine_width=8)
+    b, mem = blocks(4), memory(plain)
+    with torch.no_grad():
+        assert torch.allclose(run(plain, b, mem)[0], run(grown, b, mem)[0], atol=1e-6)
+        torch.nn.init.normal_(grown.refine[-1].weight, std=0.1)  # a trained refiner
+        grown.video_out.weight.zero_()
+        grown.video_out.bias.zero_()
+        b["video"] = torch.zeros_like(b["video"])
+        blank, _ = run(grown, b, mem)
+        b["video"][..., 3, 3] = 1.0  # one latent pixel at the corner of patch (0, 0)
+        v, _ = run(grown, b, mem)
+    # the per-token head is silent; the refiner spreads the pixel into the neighbouring patch
+    moved = (v - blank)[0, -1].abs().sum(0)
+    assert moved[4, 4] > 0 and moved[12, 12] == 0
+
+
+def test_kv_cached_inference_equals_full_pass_with_refiner():
+    torch.manual_seed(0)
+    model = WorldModel(WorldModelConfig(width=32, depth=2, heads=2, context=3,
+                                        refine_width=8)).eval()
+    torch.nn.init.normal_(model.refine[-1].weight, std=0.1)
+    b, mem = blocks(4), memory(model)
+    with torch.no_grad():
+        v_ref, _ = run(model, b, mem)
+        cache = model.new_cache()
+        cache.set_memory(model.memory_layers(mem[0]))
+        for f in range(3):
+            model.cached_block(cache, b["video"][:, f], b["prev"][:, f], b["audio"][:, f],
+                               b["inputs"][:, f], b["text"][:, f], 1.0, f, write=True)
+        v, _ = model.cached_block(cache, b["video"][:, 3], b["prev"][:, 3], b["audio"][:, 3],
+                                  b["inputs"][:, 3], b["text"][:, 3], 0.4, 3, write=False)
+    assert torch.allclose(v[:, 0], v_ref[:, 3], atol=1e-5)
+
+
+def test_texture_decoder_grows_from_a_single_output_one_and_sums_its_parts(tmp_path):
+    from engine.model.audio_ae import texture_loss
+    from engine.model.checkpoint import save_checkpoint
+    from engine.train.tokenizers import audio_warm_start
+
+    torch.manual_seed(0)
+    old = AudioAE(AudioAEConfig(latent_scale=2.0)).eval()
+    save_checkpoint(tmp_path / "audio_ae.pt", old)
+    grown = audio_warm_start(str(tmp_path), texture=True).eval()
+    x = torch.rand(3, 800) - 0.5
+    with torch.no_grad():
+        parts = grown.decode_parts(grown.encode(x))
+        assert parts.shape == (3, 2, 800)
+        assert torch.equal(parts[:, 0], torch.zeros(3, 800))  # coherent part starts silent
+        assert torch.allclose(parts[:, 1], old(x), atol=1e-5)  # texture = the old sound
+        assert torch.allclose(grown(x), parts.sum(1))
+    losses = texture_loss(grown.decode_parts(grown.encode(x)), x)
+    losses["spec"].backward()
+    last = grown.decoder[-1]
+    assert last.weight.grad[0].abs().sum() == 0  # the spectrum never moves the coherent part
+    assert last.weight.grad[1].abs().sum() > 0

@@ -194,3 +194,32 @@ def test_replayed_histories_start_their_window_k_frames_before_the_true_continua
     assert torch.all(bank.local[starts] + 6 <= bank.lengths[bank.episode[starts]])
     for r, v in zip(rows.tolist(), video, strict=True):
         assert torch.equal(v, errors.video[errors.row.tolist().index(r)].float())
+
+
+def test_latent_cache_round_trips_without_pickled_code_and_knows_its_tokenizers(tmp_path):
+    from engine.model.checkpoint import atomic_save
+    from engine.train.latents import read_latent_cache
+
+    episodes = [episode(seed=1), episode(seed=2, image=True)]
+    episodes[1].labels["theme"][:] = 3
+    atomic_save({"tokenizers": "abc", "episodes": [e.to_plain() for e in episodes],
+                 "text": {t: torch.from_numpy(v) for t, v in table().items()}},
+                tmp_path / "cache.pt")
+    back, text = read_latent_cache(tmp_path / "cache.pt", "abc")
+    assert torch.equal(back[1].video, episodes[1].video) and back[1].image is not None
+    assert back[0].prompt_texts == episodes[0].prompt_texts
+    assert (back[1].labels == episodes[1].labels).all() and back[1].labels["theme"][0] == 3
+    assert np.array_equal(text["text 3"], table()["text 3"])
+    assert read_latent_cache(tmp_path / "cache.pt", "other tokenizers") is None
+    torch.save({"episodes": episodes}, tmp_path / "old.pt")  # pickled dataclasses: re-encode
+    assert read_latent_cache(tmp_path / "old.pt", "abc") is None
+
+
+def test_audio_only_fine_tune_moves_only_the_audio_projections():
+    from engine.train.finetune import trained_parameters
+
+    model = small_model()
+    params = trained_parameters(model, audio_only=True)
+    names = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert names == {"audio_in.weight", "audio_in.bias", "audio_out.weight", "audio_out.bias"}
+    assert len(params) == 4 and len(trained_parameters(small_model(), False)) > 4
