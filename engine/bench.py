@@ -51,7 +51,7 @@ def bench(world: World, frames: int = 200, warmup: int = 10) -> dict:
         "realtime_factor": round((total / frames) * FPS, 3),
         "resolution": world.resolution,
         "device": f"cpu ({platform.processor() or platform.machine()}, "
-                  f"{torch.get_num_threads()} threads, fp32)",
+        f"{torch.get_num_threads()} threads, fp32)",
         "params": world.params,
         "sampler_steps": world.model.config.sampler_steps,
         "frames": frames,
@@ -67,8 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     world = World.load(args.weights, threads=args.threads)
     result = bench(world, args.frames)
-    print(json.dumps(result) if args.json else "\n".join(f"{k:24s} {v}"
-                                                          for k, v in result.items()))
+    print(json.dumps(result) if args.json else "\n".join(f"{k:24s} {v}" for k, v in result.items()))
     return 0
 
 

@@ -84,8 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     with torch.inference_mode():
         while len(video) < args.frames:
             for ev in by_t.get(len(video), ()):
-                session.push(Action(tuple(ev["keys"])) if ev["kind"] == "action"
-                             else Prompt(ev["text"]))
+                session.push(
+                    Action(tuple(ev["keys"])) if ev["kind"] == "action" else Prompt(ev["text"])
+                )
             chunk = session.next_chunk(max_frames=1)
             video += list(chunk.video)
             audio.append(chunk.audio)
@@ -96,15 +97,29 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     write_mp4(args.out / "model.mp4", model_frames, model_audio)
     write_mp4(args.out / "sim.mp4", truth, truth_audio)
-    write_mp4(args.out / "side_by_side.mp4", np.concatenate([truth, model_frames], axis=2),
-              model_audio)
+    write_mp4(
+        args.out / "side_by_side.mp4", np.concatenate([truth, model_frames], axis=2), model_audio
+    )
     idx = [int(i) for i in np.linspace(0, args.frames - 1, 8)]
-    sheet = np.concatenate([contact_sheet(truth, indices=idx, columns=8),
-                            contact_sheet(model_frames, indices=idx, columns=8)], axis=0)
+    sheet = np.concatenate(
+        [
+            contact_sheet(truth, indices=idx, columns=8),
+            contact_sheet(model_frames, indices=idx, columns=8),
+        ],
+        axis=0,
+    )
     save_png(args.out / "contact.png", sheet)
-    print(json.dumps({"out": str(args.out), "frames": args.frames, "theme": args.world,
-                      "primed_frames": context, "files": ["model.mp4", "sim.mp4",
-                                                         "side_by_side.mp4", "contact.png"]}))
+    print(
+        json.dumps(
+            {
+                "out": str(args.out),
+                "frames": args.frames,
+                "theme": args.world,
+                "primed_frames": context,
+                "files": ["model.mp4", "sim.mp4", "side_by_side.mp4", "contact.png"],
+            }
+        )
+    )
     return 0
 
 

@@ -42,8 +42,10 @@ def load_prompt_cases(path: str):
         if not isinstance(item, dict) or set(item) != {"event", "text"}:
             raise ValueError(f"--prompts[{i}]: expected exactly the keys 'event' and 'text'")
         if item["event"] not in JUDGEABLE_EVENTS:
-            raise ValueError(f"--prompts[{i}].event: {item['event']!r} is not one of "
-                             f"{', '.join(JUDGEABLE_EVENTS)}")
+            raise ValueError(
+                f"--prompts[{i}].event: {item['event']!r} is not one of "
+                f"{', '.join(JUDGEABLE_EVENTS)}"
+            )
         if not isinstance(item["text"], str) or not item["text"].strip():
             raise ValueError(f"--prompts[{i}].text: expected a non-empty sentence")
         cases.append(PromptCase(item["event"], item["text"]))
@@ -54,19 +56,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.eval")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--episodes", default=None, help="JSON list of episode scripts")
-    parser.add_argument("--prompts", default=None,
-                        help='JSON list of {"event", "text"}: run only the prompt test, on '
-                             "exactly these cases")
+    parser.add_argument(
+        "--prompts",
+        default=None,
+        help='JSON list of {"event", "text"}: run only the prompt test, on exactly these cases',
+    )
     parser.add_argument("--weights", default=None, help="weights folder (engine/weights)")
-    parser.add_argument("--build-judges", action="store_true",
-                        help="rebuild the judges' data set and judges, print their accuracy")
+    parser.add_argument(
+        "--build-judges",
+        action="store_true",
+        help="rebuild the judges' data set and judges, print their accuracy",
+    )
     parser.add_argument("--fidelity-episodes", type=int, default=16)
     parser.add_argument("--gifts", type=int, default=10, help="gift cases per gift kind")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads (1: next to other jobs on two cores, 2 threads "
-                             "ran the eval several times slower)")
-    parser.add_argument("--partial", default=None,
-                        help="write the figures measured so far to this file after each part")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (1: next to other jobs on two cores, 2 threads "
+        "ran the eval several times slower)",
+    )
+    parser.add_argument(
+        "--partial",
+        default=None,
+        help="write the figures measured so far to this file after each part",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
@@ -104,12 +118,21 @@ def main(argv: list[str] | None = None) -> int:
     if cases is not None:
         result = _clean(evaluate_prompts(world, cases, log=log))
     else:
+
         def keep(so_far: dict) -> None:
             if args.partial:
                 Path(args.partial).write_text(json.dumps(_clean(so_far)))
 
-        result = _clean(evaluate(world, episodes, args.fidelity_episodes,
-                                 gifts_per_kind=args.gifts, log=log, on_section=keep))
+        result = _clean(
+            evaluate(
+                world,
+                episodes,
+                args.fidelity_episodes,
+                gifts_per_kind=args.gifts,
+                log=log,
+                on_section=keep,
+            )
+        )
     if args.json:
         print(json.dumps(result))
     else:

@@ -53,8 +53,10 @@ FIRE_AUDIBLE_GAIN = 0.25  # crackle gain from which the fire counts as within ea
 FIRE_SILENT_GAIN = 0.02
 
 STATE_HEADS: dict[str, tuple[str, ...]] = {
-    "weather": WEATHERS, "time_of_day": TIMES_OF_DAY,
-    "fire_in_view": ("no", "yes"), "rainbow_in_view": ("no", "yes"),
+    "weather": WEATHERS,
+    "time_of_day": TIMES_OF_DAY,
+    "fire_in_view": ("no", "yes"),
+    "rainbow_in_view": ("no", "yes"),
     **{f"{kind}_in_view": ("no", "yes") for kind in OBJECT_KINDS},
 }
 MOODS = ("curious", "happy", "afraid", "startled")  # the four icons; "neutral" shows none
@@ -76,10 +78,12 @@ def _seen(amount: np.ndarray, minimum: float) -> np.ndarray:
 
 
 def state_targets(labels: np.ndarray, view: np.ndarray) -> dict[str, np.ndarray]:
-    out = {"weather": labels["weather"].astype(np.int64),
-           "time_of_day": labels["time_of_day"].astype(np.int64),
-           "fire_in_view": _seen(view["flame_pixels"], FLAME_MIN_PIXELS),
-           "rainbow_in_view": _seen(view["rainbow_pixels"], RAINBOW_MIN_PIXELS)}
+    out = {
+        "weather": labels["weather"].astype(np.int64),
+        "time_of_day": labels["time_of_day"].astype(np.int64),
+        "fire_in_view": _seen(view["flame_pixels"], FLAME_MIN_PIXELS),
+        "rainbow_in_view": _seen(view["rainbow_pixels"], RAINBOW_MIN_PIXELS),
+    }
     for k, kind in enumerate(OBJECT_KINDS):
         out[f"{kind}_in_view"] = _seen(view["object_pixels"][:, k], OBJECT_MIN_PIXELS)
     return out
@@ -97,8 +101,9 @@ def mood_targets(labels: np.ndarray, view: np.ndarray) -> np.ndarray:
 def turn_per_frame(keys: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     """Radians the camera turned this frame (arrow keys plus mouse; positive: to the right)."""
     k = KEY_BITS
-    return yaw + TURN_RATE * (((keys & k["RIGHT"]) > 0).astype(np.float64)
-                              - ((keys & k["LEFT"]) > 0))
+    return yaw + TURN_RATE * (
+        ((keys & k["RIGHT"]) > 0).astype(np.float64) - ((keys & k["LEFT"]) > 0)
+    )
 
 
 def action_class(keys: np.ndarray, yaw: np.ndarray) -> np.ndarray:
@@ -106,8 +111,7 @@ def action_class(keys: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     k = KEY_BITS
     out = np.zeros(len(keys), np.int64)
     turn = turn_per_frame(keys, yaw)
-    for name, bit in (("forward", "W"), ("back", "S"), ("strafe_left", "A"),
-                      ("strafe_right", "D")):
+    for name, bit in (("forward", "W"), ("back", "S"), ("strafe_left", "A"), ("strafe_right", "D")):
         out[(keys & k[bit]) > 0] = ACTIONS.index(name)
     out[turn <= -TURN_MIN] = ACTIONS.index("turn_left")
     out[turn >= TURN_MIN] = ACTIONS.index("turn_right")
@@ -124,12 +128,15 @@ def action_targets(labels: np.ndarray, first: np.ndarray) -> np.ndarray:
     out = action_class(keys, labels["yaw_delta"])
     moved = np.ones(len(labels), bool)
     moved[1:] = (labels["pose_x"][1:] != labels["pose_x"][:-1]) | (
-        labels["pose_y"][1:] != labels["pose_y"][:-1])
-    walking = np.isin(out, [ACTIONS.index(a) for a in ("forward", "back", "strafe_left",
-                                                        "strafe_right")])
+        labels["pose_y"][1:] != labels["pose_y"][:-1]
+    )
+    walking = np.isin(
+        out, [ACTIONS.index(a) for a in ("forward", "back", "strafe_left", "strafe_right")]
+    )
     turn = np.abs(turn_per_frame(keys, labels["yaw_delta"]))
     tilted = (np.abs(labels["pitch_delta"]) > STILL_MAX) | (
-        (keys & (KEY_BITS["UP"] | KEY_BITS["DOWN"])) > 0)
+        (keys & (KEY_BITS["UP"] | KEY_BITS["DOWN"])) > 0
+    )
     k = KEY_BITS
     two_keys = ((keys & (k["W"] | k["S"])) > 0) & ((keys & (k["A"] | k["D"])) > 0)
     out[walking & ~moved] = -1
@@ -145,15 +152,22 @@ def audio_targets(labels: np.ndarray, fire_gain: np.ndarray | None = None) -> np
     step = _sounding(labels["step_onset"], 2)  # a step grain lasts ~2 frames
     call = _sounding(labels["call_onset"], 5)
     weather = [WEATHERS[w] for w in labels["weather"]]
-    wind = np.array([wind_gain(THEMES[t].wind, w) >= STRONG_WIND
-                     for t, w in zip(labels["theme"], weather, strict=True)], bool)
+    wind = np.array(
+        [
+            wind_gain(THEMES[t].wind, w) >= STRONG_WIND
+            for t, w in zip(labels["theme"], weather, strict=True)
+        ],
+        bool,
+    )
     if fire_gain is None:
         fire = labels["fire_present"].astype(np.float32)
     else:
-        fire = np.where(fire_gain >= FIRE_AUDIBLE_GAIN, 1.0,
-                        np.where(fire_gain <= FIRE_SILENT_GAIN, 0.0, -1.0))
-    return np.stack([step, labels["weather"] == WEATHERS.index("rain"), fire, wind, call],
-                    1).astype(np.float32)
+        fire = np.where(
+            fire_gain >= FIRE_AUDIBLE_GAIN, 1.0, np.where(fire_gain <= FIRE_SILENT_GAIN, 0.0, -1.0)
+        )
+    return np.stack(
+        [step, labels["weather"] == WEATHERS.index("rain"), fire, wind, call], 1
+    ).astype(np.float32)
 
 
 def _sounding(onsets: np.ndarray, frames: int) -> np.ndarray:
@@ -187,7 +201,7 @@ def creature_crops(frames: np.ndarray, boxes: np.ndarray) -> torch.Tensor:
         sx0, sy0 = max(x0, 0), max(y0, 0)
         sx1, sy1 = min(x0 + side, size), min(y0 + side, size)
         if sx1 > sx0 and sy1 > sy0:
-            padded[sy0 - y0:sy1 - y0, sx0 - x0:sx1 - x0] = frame[sy0:sy1, sx0:sx1]
+            padded[sy0 - y0 : sy1 - y0, sx0 - x0 : sx1 - x0] = frame[sy0:sy1, sx0:sx1]
         x = to_input(padded[None])
         out[i] = F.interpolate(x, size=(CROP, CROP), mode="area")[0] if side != CROP else x[0]
     return out
@@ -206,11 +220,18 @@ def _stem(in_ch: int, width: int = 32) -> nn.Sequential:
     stride-2 convolutions, one more at 8x8, then global mean and max pooling (position-free
     features generalise across places; a flattened 4x4 map memorised them)."""
     return nn.Sequential(
-        nn.Conv2d(in_ch, width, 4, 4), nn.ReLU(),  # 32
-        nn.Conv2d(width, width * 2, 3, 2, 1), nn.ReLU(),  # 16
-        nn.Conv2d(width * 2, width * 3, 3, 2, 1), nn.ReLU(),  # 8
-        nn.Conv2d(width * 3, width * 4, 3, 1, 1), nn.ReLU(),  # 8
-        _GlobalPool(), nn.Linear(width * 8, 128), nn.ReLU())
+        nn.Conv2d(in_ch, width, 4, 4),
+        nn.ReLU(),  # 32
+        nn.Conv2d(width, width * 2, 3, 2, 1),
+        nn.ReLU(),  # 16
+        nn.Conv2d(width * 2, width * 3, 3, 2, 1),
+        nn.ReLU(),  # 8
+        nn.Conv2d(width * 3, width * 4, 3, 1, 1),
+        nn.ReLU(),  # 8
+        _GlobalPool(),
+        nn.Linear(width * 8, 128),
+        nn.ReLU(),
+    )
 
 
 class StateJudge(nn.Module):
@@ -232,17 +253,32 @@ class MoodJudge(nn.Module):
     def __init__(self, width: int = 32):
         super().__init__()
         self.net = nn.Sequential(
-            nn.Conv2d(3, width, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2),  # 16
-            nn.Conv2d(width, width * 2, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2),  # 8
-            nn.Conv2d(width * 2, width * 2, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2),  # 4
-            nn.Flatten(), nn.Linear(width * 2 * 16, 128), nn.ReLU(), nn.Linear(128, len(MOODS)))
+            nn.Conv2d(3, width, 3, 1, 1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # 16
+            nn.Conv2d(width, width * 2, 3, 1, 1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # 8
+            nn.Conv2d(width * 2, width * 2, 3, 1, 1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),  # 4
+            nn.Flatten(),
+            nn.Linear(width * 2 * 16, 128),
+            nn.ReLU(),
+            nn.Linear(128, len(MOODS)),
+        )
 
     def forward(self, crops: torch.Tensor) -> torch.Tensor:
         return self.net(crops * 2 - 1)
 
 
-def shift_costs(before: torch.Tensor, after: torch.Tensor, max_dx: int = SHIFT_X,
-                max_dy: int = SHIFT_Y, grid: int = SHIFT_GRID) -> torch.Tensor:
+def shift_costs(
+    before: torch.Tensor,
+    after: torch.Tensor,
+    max_dx: int = SHIFT_X,
+    max_dy: int = SHIFT_Y,
+    grid: int = SHIFT_GRID,
+) -> torch.Tensor:
     """How well each region of `after` matches `before` moved by (dx, dy): a coarse optical
     flow. (N, 3, H, W) pairs -> (N, shifts, grid, grid) mean absolute differences.
 
@@ -255,11 +291,11 @@ def shift_costs(before: torch.Tensor, after: torch.Tensor, max_dx: int = SHIFT_X
     before, after = (F.avg_pool2d(x.mean(1, keepdim=True), 2) for x in (before, after))
     size = after.shape[-1]
     m = max(max_dx, max_dy)
-    centre = after[..., m:size - m, m:size - m]
+    centre = after[..., m : size - m, m : size - m]
     costs = []
     for dy in range(-max_dy, max_dy + 1):
         for dx in range(-max_dx, max_dx + 1):
-            moved = before[..., m - dy:size - m - dy, m - dx:size - m - dx]
+            moved = before[..., m - dy : size - m - dy, m - dx : size - m - dx]
             costs.append((centre - moved).abs().mean(1))
     return F.adaptive_avg_pool2d(torch.stack(costs, 1), grid)
 
@@ -271,8 +307,13 @@ class InverseDynamics(nn.Module):
         super().__init__()
         shifts = (2 * SHIFT_X + 1) * (2 * SHIFT_Y + 1)
         self.net = nn.Sequential(
-            nn.Flatten(), nn.Linear(2 * shifts * SHIFT_GRID ** 2, hidden), nn.ReLU(),
-            nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, len(ACTIONS)))
+            nn.Flatten(),
+            nn.Linear(2 * shifts * SHIFT_GRID**2, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, len(ACTIONS)),
+        )
 
     def forward(self, before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
         cost = torch.log(shift_costs(before, after) + 1e-3)
@@ -283,8 +324,9 @@ class InverseDynamics(nn.Module):
 class AudioJudge(nn.Module):
     def __init__(self):
         super().__init__()
-        self.net = nn.Sequential(nn.Flatten(), nn.LazyLinear(256), nn.ReLU(),
-                                 nn.Linear(256, len(AUDIO_EVENTS)))
+        self.net = nn.Sequential(
+            nn.Flatten(), nn.LazyLinear(256), nn.ReLU(), nn.Linear(256, len(AUDIO_EVENTS))
+        )
 
     def forward(self, audio: torch.Tensor) -> torch.Tensor:
         """(N, 800) float in [-1, 1] -> (N, 5) logits."""
@@ -302,7 +344,7 @@ class Judges:
     @torch.inference_mode()
     def read_state(self, frames: np.ndarray, batch: int = 128) -> dict[str, np.ndarray]:
         """Predicted class index per state head, (N,) each."""
-        parts = [self.state(to_input(frames[i:i + batch])) for i in range(0, len(frames), batch)]
+        parts = [self.state(to_input(frames[i : i + batch])) for i in range(0, len(frames), batch)]
         return {k: torch.cat([p[k] for p in parts]).argmax(1).numpy() for k in STATE_HEADS}
 
     @torch.inference_mode()
@@ -311,9 +353,14 @@ class Judges:
 
     @torch.inference_mode()
     def read_actions(self, before: np.ndarray, after: np.ndarray, batch: int = 64) -> np.ndarray:
-        return np.concatenate([self.idm(to_input(before[i:i + batch]),
-                                        to_input(after[i:i + batch])).argmax(1).numpy()
-                               for i in range(0, len(after), batch)])
+        return np.concatenate(
+            [
+                self.idm(to_input(before[i : i + batch]), to_input(after[i : i + batch]))
+                .argmax(1)
+                .numpy()
+                for i in range(0, len(after), batch)
+            ]
+        )
 
     @torch.inference_mode()
     def read_audio(self, audio: np.ndarray) -> np.ndarray:
@@ -323,8 +370,12 @@ class Judges:
 
     @torch.inference_mode()
     def features(self, frames: np.ndarray, batch: int = 128) -> np.ndarray:
-        return torch.cat([self.state.features(to_input(frames[i:i + batch]))
-                          for i in range(0, len(frames), batch)]).numpy()
+        return torch.cat(
+            [
+                self.state.features(to_input(frames[i : i + batch]))
+                for i in range(0, len(frames), batch)
+            ]
+        ).numpy()
 
 
 # -- training --------------------------------------------------------------------------------
@@ -334,9 +385,16 @@ def _class_weights(target: np.ndarray, classes: int) -> torch.Tensor:
     return torch.tensor(w, dtype=torch.float32)
 
 
-def _fit(model: nn.Module, loss_fn: Callable[[np.ndarray], torch.Tensor], rows: np.ndarray,
-         steps: int, batch: int, desc: str, log: Callable[[str], None], lr: float = 2e-3
-         ) -> None:
+def _fit(
+    model: nn.Module,
+    loss_fn: Callable[[np.ndarray], torch.Tensor],
+    rows: np.ndarray,
+    steps: int,
+    batch: int,
+    desc: str,
+    log: Callable[[str], None],
+    lr: float = 2e-3,
+) -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
     rng = np.random.default_rng(0)
     model.train()
@@ -357,14 +415,16 @@ def head_report(pred: np.ndarray, target: np.ndarray, train_target: np.ndarray) 
     keep = target >= 0
     pred, target = pred[keep], target[keep]
     majority = int(np.bincount(train_target[train_target >= 0]).argmax())
-    return {"balanced_accuracy": balanced_accuracy_multiclass(pred, target),
-            "accuracy": float((pred == target).mean()) if len(target) else None,
-            "majority_baseline": float((target == majority).mean()) if len(target) else None,
-            "chance_balanced": 1.0 / max(len(np.unique(target)), 1), "n": int(len(target))}
+    return {
+        "balanced_accuracy": balanced_accuracy_multiclass(pred, target),
+        "accuracy": float((pred == target).mean()) if len(target) else None,
+        "majority_baseline": float((target == majority).mean()) if len(target) else None,
+        "chance_balanced": 1.0 / max(len(np.unique(target)), 1),
+        "n": int(len(target)),
+    }
 
 
-def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] = print
-                 ) -> Judges:
+def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] = print) -> Judges:
     """The four judges, trained from fixed seeds; the state judge (ten heads) and the
     inverse-dynamics judge get 2 x `steps` batches, the mood judge (small crops) `steps // 2`,
     the audio judge 2 x `steps`."""
@@ -389,8 +449,10 @@ def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] 
         mirrored = torch.from_numpy(flips.random(len(i)) < 0.5)  # every state head is
         x[mirrored] = x[mirrored].flip(3)  # left-right symmetric: twice the places to learn from
         out = state(x)
-        losses = [F.cross_entropy(out[k], st_t[k][i], weight=weights[k], ignore_index=-1)
-                  for k in STATE_HEADS]
+        losses = [
+            F.cross_entropy(out[k], st_t[k][i], weight=weights[k], ignore_index=-1)
+            for k in STATE_HEADS
+        ]
         return functools.reduce(operator.add, losses)
 
     log("training the state judge (full 128x128 frames)")
@@ -408,8 +470,9 @@ def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] 
     def mood_loss(i: np.ndarray) -> torch.Tensor:
         batch = crops[[crop_of[int(r)] for r in i]]
         dx, dy = (int(v) for v in jitter.integers(-2, 3, 2))  # the box is not pixel-exact
-        return F.cross_entropy(mood_judge(torch.roll(batch, (dy, dx), (2, 3))), mood_t[i],
-                               weight=mood_w)
+        return F.cross_entropy(
+            mood_judge(torch.roll(batch, (dy, dx), (2, 3))), mood_t[i], weight=mood_w
+        )
 
     _fit(mood_judge, mood_loss, mood_rows, steps // 2, 128, "mood judge", log)
 
@@ -418,9 +481,17 @@ def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] 
     act_w = _class_weights(act[train], len(ACTIONS))
     idm = InverseDynamics()
     log("training the inverse-dynamics judge (shift costs of frame pairs)")
-    _fit(idm, lambda i: F.cross_entropy(idm(to_input(frames[i - 1]), to_input(frames[i])),
-                                        act_t[i], weight=act_w), pair_rows, 2 * steps, 48,
-         "inverse dynamics", log)
+    _fit(
+        idm,
+        lambda i: F.cross_entropy(
+            idm(to_input(frames[i - 1]), to_input(frames[i])), act_t[i], weight=act_w
+        ),
+        pair_rows,
+        2 * steps,
+        48,
+        "inverse dynamics",
+        log,
+    )
 
     audio = torch.from_numpy(np.asarray(data.audio, np.float32) / 32768.0)
     aud_t = torch.from_numpy(aud)
@@ -432,8 +503,9 @@ def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] 
     audio_judge(audio[:2])  # materialise the lazy layer
 
     def audio_loss(i: np.ndarray) -> torch.Tensor:
-        loss = F.binary_cross_entropy_with_logits(audio_judge(audio[i]), aud_t[i].clamp(min=0),
-                                                  pos_weight=pos_weight, reduction="none")
+        loss = F.binary_cross_entropy_with_logits(
+            audio_judge(audio[i]), aud_t[i].clamp(min=0), pos_weight=pos_weight, reduction="none"
+        )
         return (loss * known[i]).sum() / known[i].sum().clamp(min=1)
 
     log("training the audio judge")
@@ -444,8 +516,13 @@ def train_judges(data: JudgeData, steps: int = 1500, log: Callable[[str], None] 
     return judges
 
 
-def judge_report(judges: Judges, data: JudgeData, rows: np.ndarray, train: np.ndarray,
-                 frames: np.ndarray | None = None) -> dict[str, dict]:
+def judge_report(
+    judges: Judges,
+    data: JudgeData,
+    rows: np.ndarray,
+    train: np.ndarray,
+    frames: np.ndarray | None = None,
+) -> dict[str, dict]:
     """Each head's figures on `rows` of the data set; `frames` replaces the pictures (e.g. the
     autoencoder's reconstructions of the same rows) when given."""
     labels, view = np.asarray(data.labels), np.asarray(data.view)
@@ -475,23 +552,31 @@ def judge_report(judges: Judges, data: JudgeData, rows: np.ndarray, train: np.nd
         aud = audio_targets(labels, view["fire_gain"])
         heard = judges.read_audio(np.asarray(data.audio[rows]))
         for c, name in enumerate(AUDIO_EVENTS):
-            out[f"audio_{name}"] = head_report(heard[:, c].astype(np.int64),
-                                               aud[rows, c].astype(np.int64),
-                                               aud[train, c].astype(np.int64))
+            out[f"audio_{name}"] = head_report(
+                heard[:, c].astype(np.int64),
+                aud[rows, c].astype(np.int64),
+                aud[train, c].astype(np.int64),
+            )
     return out
 
 
 def save_judges(path: Path, judges: Judges) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"state": judges.state.state_dict(), "mood": judges.mood.state_dict(),
-                "idm": judges.idm.state_dict(), "audio": judges.audio.state_dict(),
-                "accuracy": judges.accuracy}, path)
+    torch.save(
+        {
+            "state": judges.state.state_dict(),
+            "mood": judges.mood.state_dict(),
+            "idm": judges.idm.state_dict(),
+            "audio": judges.audio.state_dict(),
+            "accuracy": judges.accuracy,
+        },
+        path,
+    )
 
 
 def load_judges(path: Path) -> Judges:
     ckpt = torch.load(path, weights_only=False)
-    judges = Judges(StateJudge(), MoodJudge(), InverseDynamics(), AudioJudge(),
-                    ckpt["accuracy"])
+    judges = Judges(StateJudge(), MoodJudge(), InverseDynamics(), AudioJudge(), ckpt["accuracy"])
     judges.audio(torch.zeros(1, 800))
     for name in ("state", "mood", "idm", "audio"):
         getattr(judges, name).load_state_dict(ckpt[name])
@@ -499,16 +584,17 @@ def load_judges(path: Path) -> Judges:
     return judges
 
 
-def cached_judges(cache: Path, log: Callable[[str], None] = print, rebuild: bool = False
-                  ) -> Judges:
+def cached_judges(cache: Path, log: Callable[[str], None] = print, rebuild: bool = False) -> Judges:
     """The judges of this JUDGES_VERSION from `cache`, built (data set, then training) if
     missing or if `rebuild`."""
     path = cache / f"judges_v{JUDGES_VERSION}.pt"
     if path.exists() and not rebuild:
         return load_judges(path)
     data = judge_data(cache, log)
-    log(f"training the judges on {len(data)} frames "
-        f"({int(data.episode.max()) + 1} episodes, {int(data.test.sum())} test frames)")
+    log(
+        f"training the judges on {len(data)} frames "
+        f"({int(data.episode.max()) + 1} episodes, {int(data.test.sum())} test frames)"
+    )
     judges = train_judges(data, log=log)
     save_judges(path, judges)
     return judges

@@ -71,9 +71,15 @@ class Recorder:
 
     def episode(self, model_text: dict[int, str] | None = None) -> SimEpisode:
         rgb, audio, labels, view = zip(*self._rows, strict=True)
-        return SimEpisode(self.spec, self.inputs, dict(model_text or {}), np.stack(rgb),
-                          np.stack(audio), np.array(list(labels), LABEL_DTYPE),
-                          np.array(list(view), VIEW_DTYPE))
+        return SimEpisode(
+            self.spec,
+            self.inputs,
+            dict(model_text or {}),
+            np.stack(rgb),
+            np.stack(audio),
+            np.array(list(labels), LABEL_DTYPE),
+            np.array(list(view), VIEW_DTYPE),
+        )
 
 
 def agent_episode(seed: int, frames: int) -> SimEpisode:
@@ -104,8 +110,7 @@ class ModelPlayer:
 
     def start(self, ep: SimEpisode, at: int, seed: int = 0):
         """A session primed with the simulator's frames [at - PRIME_FRAMES, at)."""
-        spec = {"seed": seed, "theme": ep.spec.theme,
-                "reference_image": ep.spec.reference_image}
+        spec = {"seed": seed, "theme": ep.spec.theme, "reference_image": ep.spec.reference_image}
         session = self.world.start(spec, opening=False)
         self.prime(session, ep, at)
         return session
@@ -114,8 +119,7 @@ class ModelPlayer:
         lo = max(0, at - PRIME_FRAMES)
         session.prime(ep.frames[lo:at], ep.audio[lo:at])
 
-    def play(self, session, ep: SimEpisode, start: int, stop: int
-             ) -> tuple[np.ndarray, np.ndarray]:
+    def play(self, session, ep: SimEpisode, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Push frames [start, stop)'s inputs one frame at a time; (video, audio) generated."""
         video, audio = [], []
         for t in range(start, stop):
@@ -134,8 +138,9 @@ class ModelPlayer:
         self.generated_frames += stop - start
         return np.concatenate(video), np.concatenate(audio)
 
-    def rollout(self, ep: SimEpisode, start: int, horizon: int, seed: int = 0
-                ) -> tuple[np.ndarray, np.ndarray]:
+    def rollout(
+        self, ep: SimEpisode, start: int, horizon: int, seed: int = 0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Open loop: primed with the truth before `start`, then the model's own frames."""
         session = self.start(ep, start, seed)
         return self.play(session, ep, start, start + horizon)

@@ -30,9 +30,26 @@ from engine.sim.visibility import VIEW_DTYPE, rainbow_heading, view_labels
 
 JUDGE_DATA_VERSION = 5  # bump when episodes or labels change: the cache is rebuilt
 JUDGE_SEED_BASE = 2_000_000  # neither training seeds (0..) nor eval seeds (1,000,000..)
-JUDGE_EVENTS = ("rain", "snow", "fog", "clear", "day", "dusk", "night", "fire", "rainbow",
-                "spawn_dragon", "spawn_tree", "spawn_lantern", "spawn_crystal", "spawn_mushroom",
-                "spawn_statue", "gift_leaf", "gift_dragon", "startle")
+JUDGE_EVENTS = (
+    "rain",
+    "snow",
+    "fog",
+    "clear",
+    "day",
+    "dusk",
+    "night",
+    "fire",
+    "rainbow",
+    "spawn_dragon",
+    "spawn_tree",
+    "spawn_lantern",
+    "spawn_crystal",
+    "spawn_mushroom",
+    "spawn_statue",
+    "gift_leaf",
+    "gift_dragon",
+    "startle",
+)
 EPISODES_PER_EVENT = 32  # 16 left too few places per object kind to generalise
 SPAWN_EPISODE_FACTOR = 3  # object events get 3x as many: with 26 training places per kind the
 # object heads learnt the places (training 0.95-0.99, held out 0.54-0.89)
@@ -44,8 +61,15 @@ SKY_CHANGE_EVERY = 20  # frames between random weather / time changes (see judge
 # never steps back and seldom strafes, and the inverse-dynamics judge must know all seven.
 ACTION_BURST_FRAMES = 8
 ACTION_BURST_CHANCE = 0.5
-BURST_KEYS = (0, KEY_BITS["W"], KEY_BITS["S"], KEY_BITS["A"], KEY_BITS["D"], KEY_BITS["LEFT"],
-              KEY_BITS["RIGHT"])
+BURST_KEYS = (
+    0,
+    KEY_BITS["W"],
+    KEY_BITS["S"],
+    KEY_BITS["A"],
+    KEY_BITS["D"],
+    KEY_BITS["LEFT"],
+    KEY_BITS["RIGHT"],
+)
 
 
 @dataclass
@@ -75,8 +99,7 @@ def turn_toward(world: SimWorld, heading: float, limit: float = MAX_TURN) -> flo
     return float(np.clip(delta, -limit, limit))
 
 
-def judge_episode(seed: int, event: str, frames: int = EPISODE_FRAMES
-                  ) -> tuple[np.ndarray, ...]:
+def judge_episode(seed: int, event: str, frames: int = EPISODE_FRAMES) -> tuple[np.ndarray, ...]:
     """One episode that shows `event` (a prompt event, or "startle": a clap near the creature).
 
     Returns frames, audio, labels and view labels, one row per frame."""
@@ -101,8 +124,11 @@ def judge_episode(seed: int, event: str, frames: int = EPISODE_FRAMES
     for t in range(frames):
         inp = agent.act(t, last)
         if t % ACTION_BURST_FRAMES == 0:
-            burst = (BURST_KEYS[int(rng.integers(len(BURST_KEYS)))]
-                     if rng.random() < ACTION_BURST_CHANCE else None)
+            burst = (
+                BURST_KEYS[int(rng.integers(len(BURST_KEYS)))]
+                if rng.random() < ACTION_BURST_CHANCE
+                else None
+            )
         if t == 0 and opening:
             inp.prompts = tuple(sample_training_text(e, rng) for e in opening)
         elif t % SKY_CHANGE_EVERY == 0 and rng.random() < 0.7:
@@ -110,16 +136,19 @@ def judge_episode(seed: int, event: str, frames: int = EPISODE_FRAMES
             # (one weather per episode) failed on new places. Keep what the event made.
             keep = fired and event in ("rainbow", "fire")
             choices = TIMES_OF_DAY if keep else WEATHERS + TIMES_OF_DAY
-            inp.prompts += (sample_training_text(choices[int(rng.integers(len(choices)))],
-                                                 rng),)
+            inp.prompts += (sample_training_text(choices[int(rng.integers(len(choices)))], rng),)
         wants_gift = event.startswith("gift_")
         if wants_gift and not fired:
-            inp.prompts = tuple(p for p in inp.prompts
-                                if not (resolve(p).event or "").startswith("gift_"))
+            inp.prompts = tuple(
+                p for p in inp.prompts if not (resolve(p).event or "").startswith("gift_")
+            )
         if not fired and t >= t_event:
             if wants_gift:
-                near = last is not None and CREATURE_MOODS[last["creature_mood"]] == "curious" \
+                near = (
+                    last is not None
+                    and CREATURE_MOODS[last["creature_mood"]] == "curious"
                     and last["creature_distance"] < 6
+                )
                 steering = True  # face the creature until it asks
                 if near or t == frames // 2:
                     inp.prompts = (sample_training_text(event, rng),)
@@ -145,8 +174,12 @@ def judge_episode(seed: int, event: str, frames: int = EPISODE_FRAMES
         out_labels.append(f.labels)
         out_view.append(view_labels(world))
         last = f.labels
-    return (np.stack(out_rgb), np.stack(out_audio), np.array(out_labels, LABEL_DTYPE),
-            np.array(out_view, VIEW_DTYPE))
+    return (
+        np.stack(out_rgb),
+        np.stack(out_audio),
+        np.array(out_labels, LABEL_DTYPE),
+        np.array(out_view, VIEW_DTYPE),
+    )
 
 
 def _clap(rng: np.random.Generator) -> AudioInput:
@@ -155,6 +188,7 @@ def _clap(rng: np.random.Generator) -> AudioInput:
 
 def _target(world: SimWorld, event: str) -> Callable[[], float | None]:
     """Where the player looks to see what `event` made (None: nothing particular)."""
+
     def creature() -> float:
         s = world.creature.state
         return heading_to(world, s.x, s.y)
@@ -190,9 +224,11 @@ def episode_events(per_event: int = EPISODES_PER_EVENT) -> list[str]:
     return [event for event in JUDGE_EVENTS for _ in range(episodes_of(event, per_event))]
 
 
-def build_judge_data(episodes_per_event: int = EPISODES_PER_EVENT,
-                     frames: int = EPISODE_FRAMES, log: Callable[[str], None] = print
-                     ) -> JudgeData:
+def build_judge_data(
+    episodes_per_event: int = EPISODES_PER_EVENT,
+    frames: int = EPISODE_FRAMES,
+    log: Callable[[str], None] = print,
+) -> JudgeData:
     parts = []
     t0 = time.time()
     for i, event in enumerate(JUDGE_EVENTS):
@@ -213,17 +249,25 @@ def save_judge_data(folder: Path, data: JudgeData) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name in _FIELDS:
         np.save(folder / f"{name}.npy", getattr(data, name))
-    (folder / "manifest.json").write_text(json.dumps(
-        {"version": JUDGE_DATA_VERSION, "rows": len(data),
-         "episodes": int(data.episode.max()) + 1, "test_rows": int(data.test.sum())}))
+    (folder / "manifest.json").write_text(
+        json.dumps(
+            {
+                "version": JUDGE_DATA_VERSION,
+                "rows": len(data),
+                "episodes": int(data.episode.max()) + 1,
+                "test_rows": int(data.test.sum()),
+            }
+        )
+    )
 
 
 def load_judge_data(folder: Path) -> JudgeData | None:
     manifest = folder / "manifest.json"
     if not manifest.exists() or json.loads(manifest.read_text())["version"] != JUDGE_DATA_VERSION:
         return None
-    frames, audio, labels, view, episode, test = (np.load(folder / f"{name}.npy", mmap_mode="r")
-                                                  for name in _FIELDS)
+    frames, audio, labels, view, episode, test = (
+        np.load(folder / f"{name}.npy", mmap_mode="r") for name in _FIELDS
+    )
     return JudgeData(frames, audio, labels, view, episode, test)
 
 

@@ -10,8 +10,9 @@ from engine.sim.constants import SAMPLE_RATE, SAMPLES_PER_FRAME
 def to_float(frames: np.ndarray) -> np.ndarray:
     """uint8 frames -> float64 in [0, 1]; float input is passed through."""
     frames = np.asarray(frames)
-    return frames.astype(np.float64) / 255.0 if frames.dtype == np.uint8 else frames.astype(
-        np.float64)
+    return (
+        frames.astype(np.float64) / 255.0 if frames.dtype == np.uint8 else frames.astype(np.float64)
+    )
 
 
 def psnr_from_mse(mse: float) -> float:
@@ -25,7 +26,7 @@ def pooled_psnr(generated: np.ndarray, truth: np.ndarray) -> float:
 
 def _gaussian_window(size: int = 11, sigma: float = 1.5) -> np.ndarray:
     x = np.arange(size) - size // 2
-    g = np.exp(-(x ** 2) / (2 * sigma ** 2))
+    g = np.exp(-(x**2) / (2 * sigma**2))
     return g / g.sum()
 
 
@@ -33,8 +34,8 @@ def _blur(img: np.ndarray, g: np.ndarray) -> np.ndarray:
     """Separable 'valid' Gaussian filter over the last two axes."""
     k = len(g)
     h, w = img.shape[-2:]
-    out = sum(g[i] * img[..., i:h - k + 1 + i, :] for i in range(k))
-    return sum(g[i] * out[..., :, i:w - k + 1 + i] for i in range(k))
+    out = sum(g[i] * img[..., i : h - k + 1 + i, :] for i in range(k))
+    return sum(g[i] * out[..., :, i : w - k + 1 + i] for i in range(k))
 
 
 def ssim(a: np.ndarray, b: np.ndarray) -> float:
@@ -42,27 +43,27 @@ def ssim(a: np.ndarray, b: np.ndarray) -> float:
     x = to_float(a).transpose(0, 3, 1, 2)
     y = to_float(b).transpose(0, 3, 1, 2)
     g = _gaussian_window()
-    c1, c2 = 0.01 ** 2, 0.03 ** 2
+    c1, c2 = 0.01**2, 0.03**2
     mx, my = _blur(x, g), _blur(y, g)
-    sxx = _blur(x * x, g) - mx ** 2
-    syy = _blur(y * y, g) - my ** 2
+    sxx = _blur(x * x, g) - mx**2
+    syy = _blur(y * y, g) - my**2
     sxy = _blur(x * y, g) - mx * my
-    s = ((2 * mx * my + c1) * (2 * sxy + c2)) / ((mx ** 2 + my ** 2 + c1) * (sxx + syy + c2))
+    s = ((2 * mx * my + c1) * (2 * sxy + c2)) / ((mx**2 + my**2 + c1) * (sxx + syy + c2))
     return float(s.mean())
 
 
 def laplacian_variance(frames: np.ndarray) -> np.ndarray:
     """Per-frame variance of the 4-neighbour Laplacian of luminance (high-frequency energy)."""
     y = luminance(frames)
-    lap = (y[:, :-2, 1:-1] + y[:, 2:, 1:-1] + y[:, 1:-1, :-2] + y[:, 1:-1, 2:]
-           - 4 * y[:, 1:-1, 1:-1])
+    lap = y[:, :-2, 1:-1] + y[:, 2:, 1:-1] + y[:, 1:-1, :-2] + y[:, 1:-1, 2:] - 4 * y[:, 1:-1, 1:-1]
     return lap.reshape(len(y), -1).var(axis=1)
 
 
 def sharpness_ratio(generated: np.ndarray, truth: np.ndarray) -> float:
     """Mean Laplacian variance of generated frames over that of the true frames (1 = as sharp)."""
-    return float(laplacian_variance(generated).mean() / max(laplacian_variance(truth).mean(),
-                                                           1e-12))
+    return float(
+        laplacian_variance(generated).mean() / max(laplacian_variance(truth).mean(), 1e-12)
+    )
 
 
 def luminance(frames: np.ndarray) -> np.ndarray:
@@ -72,8 +73,9 @@ def luminance(frames: np.ndarray) -> np.ndarray:
 
 def brightness_drift(generated: np.ndarray, truth: np.ndarray) -> float:
     """Mean over frames of |mean luminance(gen) - mean luminance(sim)| (luminance in [0, 1])."""
-    return float(np.mean(np.abs(luminance(generated).mean(axis=(1, 2))
-                                - luminance(truth).mean(axis=(1, 2)))))
+    return float(
+        np.mean(np.abs(luminance(generated).mean(axis=(1, 2)) - luminance(truth).mean(axis=(1, 2))))
+    )
 
 
 def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
@@ -105,16 +107,26 @@ def step_impulses(step_frames: np.ndarray, frames: int, hop: int = 80) -> np.nda
     return out
 
 
-def _lagged_correlation(envelope: np.ndarray, impulses: np.ndarray, lags: np.ndarray
-                        ) -> np.ndarray:
+def _lagged_correlation(envelope: np.ndarray, impulses: np.ndarray, lags: np.ndarray) -> np.ndarray:
     env = (envelope - envelope.mean()) / (envelope.std() + 1e-12)
-    return np.array([np.sum(env[max(0, lag):len(env) + min(0, lag)]
-                            * impulses[max(0, -lag):len(impulses) - max(0, lag)])
-                     for lag in lags]) / max(impulses.sum(), 1.0)
+    return np.array(
+        [
+            np.sum(
+                env[max(0, lag) : len(env) + min(0, lag)]
+                * impulses[max(0, -lag) : len(impulses) - max(0, lag)]
+            )
+            for lag in lags
+        ]
+    ) / max(impulses.sum(), 1.0)
 
 
-def av_sync(tracks: list[tuple[np.ndarray, np.ndarray]], max_lag_ms: float = 200.0,
-            hop: int = 80, shuffles: int = 50, seed: int = 0) -> dict:
+def av_sync(
+    tracks: list[tuple[np.ndarray, np.ndarray]],
+    max_lag_ms: float = 200.0,
+    hop: int = 80,
+    shuffles: int = 50,
+    seed: int = 0,
+) -> dict:
     """Lag (ms) that maximises the cross-correlation of the audio's onset envelope with the true
     footstep onsets, pooled over (audio, step_frames) tracks; positive = the sound comes late.
 
@@ -133,8 +145,14 @@ def av_sync(tracks: list[tuple[np.ndarray, np.ndarray]], max_lag_ms: float = 200
         envs.append((env, frames, len(steps)))
         total += _lagged_correlation(env, step_impulses(steps, frames, hop), lags)
     if not any(n for *_, n in envs):
-        return {"lag_ms": None, "peak": None, "control_peak": None, "z": None, "synced": False,
-                "steps": 0}
+        return {
+            "lag_ms": None,
+            "peak": None,
+            "control_peak": None,
+            "z": None,
+            "synced": False,
+            "steps": 0,
+        }
     control = []
     for _ in range(shuffles):
         c = np.zeros(len(lags))
@@ -145,9 +163,14 @@ def av_sync(tracks: list[tuple[np.ndarray, np.ndarray]], max_lag_ms: float = 200
     best = int(np.argmax(total))
     z = (total[best] - np.mean(control)) / (np.std(control) + 1e-12)
     lag_ms = float(lags[best] * hop_ms)
-    return {"lag_ms": lag_ms, "peak": float(total[best] / len(tracks)),
-            "control_peak": float(np.mean(control) / len(tracks)), "z": float(z),
-            "synced": bool(z >= 3 and abs(lag_ms) <= 50), "steps": int(sum(n for *_, n in envs))}
+    return {
+        "lag_ms": lag_ms,
+        "peak": float(total[best] / len(tracks)),
+        "control_peak": float(np.mean(control) / len(tracks)),
+        "z": float(z),
+        "synced": bool(z >= 3 and abs(lag_ms) <= 50),
+        "steps": int(sum(n for *_, n in envs)),
+    }
 
 
 def seam_ratio(frames: np.ndarray, tile: int = 32) -> float:
@@ -163,8 +186,9 @@ def seam_ratio(frames: np.ndarray, tile: int = 32) -> float:
     return float(seam / max(rest, 1e-12))
 
 
-def bootstrap_ci(values: np.ndarray, statistic=np.mean, n: int = 1000, seed: int = 0
-                 ) -> list[float] | None:
+def bootstrap_ci(
+    values: np.ndarray, statistic=np.mean, n: int = 1000, seed: int = 0
+) -> list[float] | None:
     """95 % percentile interval of `statistic` over cases resampled with replacement."""
     values = np.asarray(values)
     if len(values) == 0:
@@ -206,7 +230,7 @@ def balanced_accuracy_masked(pred: np.ndarray, target: np.ndarray) -> list[float
     out: list[float | None] = []
     for c in range(target.shape[1]):
         keep = target[:, c] >= 0
-        out.append(balanced_accuracy(pred[keep, c:c + 1], target[keep, c:c + 1] > 0)[0])
+        out.append(balanced_accuracy(pred[keep, c : c + 1], target[keep, c : c + 1] > 0)[0])
     return out
 
 
@@ -214,16 +238,18 @@ def _mse(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.mean((to_float(a) - to_float(b)) ** 2))
 
 
-def loop_closure_case(generated: np.ndarray, truth: np.ndarray, start_view: np.ndarray,
-                      halfway: int) -> dict:
+def loop_closure_case(
+    generated: np.ndarray, truth: np.ndarray, start_view: np.ndarray, halfway: int
+) -> dict:
     """One full turn in place: generated and true frames of the turn (the last one faces where
     the turn began), the view before the turn, and the index of the half-turn frame."""
-    return {"mse_closed": _mse(generated[-1], truth[-1]),
-            "mse_sim_closed": _mse(truth[-1], start_view),  # what changed in the world itself
-            "mse_halfway": _mse(generated[halfway], truth[halfway]),
-            "mse_halfway_frozen": _mse(start_view, truth[halfway]),
-            "turned": _mse(generated[halfway], truth[halfway])
-            < _mse(generated[halfway], start_view)}
+    return {
+        "mse_closed": _mse(generated[-1], truth[-1]),
+        "mse_sim_closed": _mse(truth[-1], start_view),  # what changed in the world itself
+        "mse_halfway": _mse(generated[halfway], truth[halfway]),
+        "mse_halfway_frozen": _mse(start_view, truth[halfway]),
+        "turned": _mse(generated[halfway], truth[halfway]) < _mse(generated[halfway], start_view),
+    }
 
 
 def loop_closure_summary(cases: list[dict]) -> dict:
@@ -233,10 +259,14 @@ def loop_closure_summary(cases: list[dict]) -> dict:
     trivially): `loop_closure_turned` is the fraction of turns whose half-turn frame is nearer
     the simulator's view behind the player than the view it started from."""
     mean = {k: float(np.mean([c[k] for c in cases])) for k in cases[0]}
-    return {"loop_closure_psnr": psnr_from_mse(mean["mse_closed"]),
-            "loop_closure_psnr_sim": psnr_from_mse(mean["mse_sim_closed"]),
-            "loop_closure_halfway_psnr": psnr_from_mse(mean["mse_halfway"]),
-            "loop_closure_halfway_psnr_frozen": psnr_from_mse(mean["mse_halfway_frozen"]),
-            "loop_closure_turned": mean["turned"], "loop_closure_cases": len(cases),
-            "loop_closure_passed": bool(mean["turned"] >= 0.9
-                                        and mean["mse_closed"] <= mean["mse_halfway_frozen"])}
+    return {
+        "loop_closure_psnr": psnr_from_mse(mean["mse_closed"]),
+        "loop_closure_psnr_sim": psnr_from_mse(mean["mse_sim_closed"]),
+        "loop_closure_halfway_psnr": psnr_from_mse(mean["mse_halfway"]),
+        "loop_closure_halfway_psnr_frozen": psnr_from_mse(mean["mse_halfway_frozen"]),
+        "loop_closure_turned": mean["turned"],
+        "loop_closure_cases": len(cases),
+        "loop_closure_passed": bool(
+            mean["turned"] >= 0.9 and mean["mse_closed"] <= mean["mse_halfway_frozen"]
+        ),
+    }

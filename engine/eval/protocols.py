@@ -49,8 +49,11 @@ def prompt_episode(case: PromptCase, index: int, with_prompt: bool = True) -> Si
     """Idle priming, the event at frame PRIME_FRAMES, then 2 s looking toward its effect."""
     seed = HELDOUT_SEED_BASE + 500 + index
     rec = Recorder(WorldSpec(seed, THEME_NAMES[index % len(THEME_NAMES)]))
-    sim_text = case.text if resolve(case.text).event == case.event else sample_training_text(
-        case.event, np.random.default_rng(index))
+    sim_text = (
+        case.text
+        if resolve(case.text).event == case.event
+        else sample_training_text(case.event, np.random.default_rng(index))
+    )
     for t in range(PRIME_FRAMES + PROMPT_JUDGE_AFTER + 1):
         inp = FrameInputs()
         if t == PRIME_FRAMES and with_prompt:
@@ -77,8 +80,20 @@ JUDGEABLE_EVENTS = tuple(e for e in EVENT_NAMES if not e.startswith(("gift_", "c
 
 
 def default_prompt_cases(per_event: int = 2) -> list[PromptCase]:
-    events = ("rain", "snow", "fog", "night", "dusk", "fire", "rainbow", "spawn_dragon",
-              "spawn_lantern", "spawn_tree", "spawn_crystal", "spawn_statue")
+    events = (
+        "rain",
+        "snow",
+        "fog",
+        "night",
+        "dusk",
+        "fire",
+        "rainbow",
+        "spawn_dragon",
+        "spawn_lantern",
+        "spawn_tree",
+        "spawn_crystal",
+        "spawn_statue",
+    )
     return [PromptCase(e, text) for e in events for text in heldout_paraphrases(e)[:per_event]]
 
 
@@ -105,8 +120,11 @@ def gift_episode(gift: str, text: str, index: int, wait: int = 300) -> GiftEpiso
 
     labels = None
     while len(rec) < wait:  # face the creature until it asks
-        if labels is not None and CREATURE_MOODS[labels["creature_mood"]] == "curious" and \
-                labels["creature_distance"] < 6:
+        if (
+            labels is not None
+            and CREATURE_MOODS[labels["creature_mood"]] == "curious"
+            and labels["creature_distance"] < 6
+        ):
             break
         labels = rec.step(FrameInputs(yaw=toward_creature()))
     gift_frame = len(rec)
@@ -122,8 +140,7 @@ def gift_episode(gift: str, text: str, index: int, wait: int = 300) -> GiftEpiso
         while len(rec) <= gift_frame + after:  # come back: face it, walk up to it
             yaw = toward_creature()
             far = world.creature.distance_to(world.x, world.y) > CLOSE_ENOUGH
-            rec.step(FrameInputs(keys=KEY_BITS["W"] if far and abs(yaw) < 0.05 else 0,
-                                 yaw=yaw))
+            rec.step(FrameInputs(keys=KEY_BITS["W"] if far and abs(yaw) < 0.05 else 0, yaw=yaw))
     ep = rec.episode({gift_frame: text})
     checks = []
     readable = mood_targets(ep.labels, ep.view) >= 0  # in view, its icon big enough to read

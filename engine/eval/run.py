@@ -63,11 +63,18 @@ class Progress:
         self.log(f"[{time.time() - self.t0:6.1f} s] {msg}")
 
 
-def evaluate(world: World, episodes: list[SimEpisode] | None = None,
-             fidelity_episodes: int = 16, prompt_cases: list[PromptCase] | None = None,
-             gifts_per_kind: int = 10, walks: int = 2, walk_frames: int = 2000,
-             turns: int = 6, log: Log = print,
-             on_section: Callable[[dict], None] | None = None) -> dict:
+def evaluate(
+    world: World,
+    episodes: list[SimEpisode] | None = None,
+    fidelity_episodes: int = 16,
+    prompt_cases: list[PromptCase] | None = None,
+    gifts_per_kind: int = 10,
+    walks: int = 2,
+    walk_frames: int = 2000,
+    turns: int = 6,
+    log: Log = print,
+    on_section: Callable[[dict], None] | None = None,
+) -> dict:
     """The full eval; `prompt_cases` replaces the built-in held-out paraphrases."""
     t0 = time.time()
     progress = Progress(log)
@@ -77,22 +84,29 @@ def evaluate(world: World, episodes: list[SimEpisode] | None = None,
     with torch.inference_mode():
         if episodes is None:
             progress(f"simulating {fidelity_episodes} held-out random-play episodes")
-            episodes = [agent_episode(HELDOUT_SEED_BASE + i, FIDELITY_FRAMES)
-                        for i in range(fidelity_episodes)]
+            episodes = [
+                agent_episode(HELDOUT_SEED_BASE + i, FIDELITY_FRAMES)
+                for i in range(fidelity_episodes)
+            ]
         sections = (
             lambda: fidelity(player, judges, episodes, progress),
-            lambda: prompt_following(player, judges, prompt_cases or default_prompt_cases(),
-                                     progress),
+            lambda: prompt_following(
+                player, judges, prompt_cases or default_prompt_cases(), progress
+            ),
             lambda: memory_gift(player, judges, gifts_per_kind, progress),
             lambda: loop_closure(player, turns, progress),
             lambda: brightness(player, walks, walk_frames, progress),
-            lambda: judge_accuracy(world, judges, progress))
+            lambda: judge_accuracy(world, judges, progress),
+        )
         for section in sections:
             out.update(section())
             if on_section is not None:  # e.g. keep what is measured if a long run is cut
                 on_section(out)
-    out["episodes"] = {"fidelity": len(episodes), "seeds_from": HELDOUT_SEED_BASE,
-                       "generated_frames": player.generated_frames}
+    out["episodes"] = {
+        "fidelity": len(episodes),
+        "seeds_from": HELDOUT_SEED_BASE,
+        "generated_frames": player.generated_frames,
+    }
     out["seconds"] = round(time.time() - t0, 1)
     return out
 
@@ -110,8 +124,9 @@ def evaluate_prompts(world: World, cases: list[PromptCase], log: Log = print) ->
 
 
 # -- fidelity, sharpness, FD, actions, audio ---------------------------------------------------
-def fidelity(player: ModelPlayer, judges: Judges, episodes: list[SimEpisode], progress: Log
-             ) -> dict:
+def fidelity(
+    player: ModelPlayer, judges: Judges, episodes: list[SimEpisode], progress: Log
+) -> dict:
     progress(f"fidelity: open-loop rollouts on {len(episodes)} episodes")
     by_h: dict[int, list] = {h: [] for h in HORIZONS}  # (generated, truth, last context)
     first16_gen, first16_true, long_gen, long_true = [], [], [], []
@@ -124,7 +139,7 @@ def fidelity(player: ModelPlayer, judges: Judges, episodes: list[SimEpisode], pr
             if horizon <= 0 or start < 1:
                 continue
             frames, audio = player.rollout(ep, start, horizon, seed=n)
-            truth = ep.frames[start:start + horizon]
+            truth = ep.frames[start : start + horizon]
             for h in HORIZONS:
                 if h <= horizon:
                     by_h[h].append((frames[h - 1], truth[h - 1], ep.frames[start - 1]))
@@ -134,22 +149,28 @@ def fidelity(player: ModelPlayer, judges: Judges, episodes: list[SimEpisode], pr
                 continue
             long_gen.append(frames)
             long_true.append(truth)
-            labels, view = ep.labels[start:start + horizon], ep.view[start:start + horizon]
+            labels, view = ep.labels[start : start + horizon], ep.view[start : start + horizon]
             first = np.zeros(horizon, bool)
             act = action_targets(labels, first)
             keep = act >= 0
-            before_gen = np.concatenate([ep.frames[start - 1:start], frames[:-1]])
+            before_gen = np.concatenate([ep.frames[start - 1 : start], frames[:-1]])
             gen_read = judges.read_actions(before_gen, frames)
-            sim_read = judges.read_actions(ep.frames[start - 1:start + horizon - 1], truth)
-            idm_hits.append((int((gen_read == act)[keep].sum()),
-                             int((sim_read == act)[keep].sum()), int(keep.sum())))
+            sim_read = judges.read_actions(ep.frames[start - 1 : start + horizon - 1], truth)
+            idm_hits.append(
+                (
+                    int((gen_read == act)[keep].sum()),
+                    int((sim_read == act)[keep].sum()),
+                    int(keep.sum()),
+                )
+            )
             audio_truth.append(audio_targets(labels, view["fire_gain"]))
             audio_pred.append(judges.read_audio(audio.reshape(horizon, -1)))
-            audio_sim.append(judges.read_audio(ep.audio[start:start + horizon]))
+            audio_sim.append(judges.read_audio(ep.audio[start : start + horizon]))
             steps = np.nonzero(labels["step_onset"])[0]
             sync_tracks.append((int16_to_float(audio).numpy(), steps))
-            sync_sim.append((int16_to_float(ep.audio[start:start + horizon].reshape(-1))
-                             .numpy(), steps))
+            sync_sim.append(
+                (int16_to_float(ep.audio[start : start + horizon].reshape(-1)).numpy(), steps)
+            )
         progress(f"  fidelity episode {n + 1}/{len(episodes)}")
     out = tokenizers(player.world, episodes)
     for h in HORIZONS:
@@ -184,13 +205,17 @@ def fidelity(player: ModelPlayer, judges: Judges, episodes: list[SimEpisode], pr
         out["audio_event_acc"] = _mean_present(gen_acc)
         out["audio_event_acc_judge_on_sim"] = _mean_present(sim_acc)
         out["audio_event_acc_by_class"] = dict(zip(AUDIO_EVENTS, gen_acc, strict=True))
-        out["audio_event_acc_judge_on_sim_by_class"] = dict(zip(AUDIO_EVENTS, sim_acc,
-                                                                strict=True))
+        out["audio_event_acc_judge_on_sim_by_class"] = dict(zip(AUDIO_EVENTS, sim_acc, strict=True))
         per = [(p, t) for p, t in zip(audio_pred, audio_truth, strict=True)]
         out["audio_event_acc_ci"] = M.bootstrap_ci(
-            np.arange(len(per)), lambda idx: _mean_present(M.balanced_accuracy_masked(
-                np.concatenate([per[i][0] for i in idx]),
-                np.concatenate([per[i][1] for i in idx]))))
+            np.arange(len(per)),
+            lambda idx: _mean_present(
+                M.balanced_accuracy_masked(
+                    np.concatenate([per[i][0] for i in idx]),
+                    np.concatenate([per[i][1] for i in idx]),
+                )
+            ),
+        )
         sync = M.av_sync(sync_tracks)
         sync_truth = M.av_sync(sync_sim)
         out["av_sync_ms"] = sync["lag_ms"]
@@ -202,16 +227,23 @@ def fidelity(player: ModelPlayer, judges: Judges, episodes: list[SimEpisode], pr
 def tokenizers(world: World, episodes: list[SimEpisode]) -> dict:
     """The autoencoders alone on the episodes' true frames: the ceiling any rollout inherits."""
     truth = np.concatenate([e.frames for e in episodes])[::2]
-    recon = np.concatenate([tensor_to_frames(world.video_ae(frames_to_tensor(truth[i:i + 64])))
-                            for i in range(0, len(truth), 64)])
+    recon = np.concatenate(
+        [
+            tensor_to_frames(world.video_ae(frames_to_tensor(truth[i : i + 64])))
+            for i in range(0, len(truth), 64)
+        ]
+    )
     sound = int16_to_float(np.concatenate([e.audio for e in episodes]))
     heard = world.audio_ae(sound).numpy()
     ref = sound.numpy()
-    return {"ae_recon_psnr": M.pooled_psnr(recon, truth),
-            "ae_sharpness": M.sharpness_ratio(recon, truth),
-            "ae_seam_ratio": M.seam_ratio(recon),
-            "audio_ae_snr_db": float(10 * np.log10(np.mean(ref ** 2) / max(
-                np.mean((heard - ref) ** 2), 1e-12)))}
+    return {
+        "ae_recon_psnr": M.pooled_psnr(recon, truth),
+        "ae_sharpness": M.sharpness_ratio(recon, truth),
+        "ae_seam_ratio": M.seam_ratio(recon),
+        "audio_ae_snr_db": float(
+            10 * np.log10(np.mean(ref**2) / max(np.mean((heard - ref) ** 2), 1e-12))
+        ),
+    }
 
 
 def _action_following(hits: np.ndarray) -> dict:
@@ -221,9 +253,13 @@ def _action_following(hits: np.ndarray) -> dict:
 
     gen, sim, n = hits.sum(0)
     rows = np.arange(len(hits))
-    return {"action_following": ratio(rows), "action_following_ci": M.bootstrap_ci(rows, ratio),
-            "action_acc_generated": gen / max(n, 1), "action_acc_judge_on_sim": sim / max(n, 1),
-            "action_pairs": int(n)}
+    return {
+        "action_following": ratio(rows),
+        "action_following_ci": M.bootstrap_ci(rows, ratio),
+        "action_acc_generated": gen / max(n, 1),
+        "action_acc_judge_on_sim": sim / max(n, 1),
+        "action_pairs": int(n),
+    }
 
 
 def _mean_present(values: list[float | None]) -> float | None:
@@ -232,8 +268,9 @@ def _mean_present(values: list[float | None]) -> float | None:
 
 
 # -- prompts ---------------------------------------------------------------------------------
-def prompt_following(player: ModelPlayer, judges: Judges, cases: list[PromptCase],
-                     progress: Log) -> dict:
+def prompt_following(
+    player: ModelPlayer, judges: Judges, cases: list[PromptCase], progress: Log
+) -> dict:
     progress(f"prompt following: {len(cases)} cases, judged 2 s after the sentence")
     hit_list: list[bool] = []
     sim_list: list[bool] = []
@@ -251,13 +288,19 @@ def prompt_following(player: ModelPlayer, judges: Judges, cases: list[PromptCase
         if (i + 1) % 5 == 0:
             progress(f"  prompt case {i + 1}/{len(cases)}")
     hits, sim_hits = np.array(hit_list, float), np.array(sim_list, float)
-    by_event = {e: float(np.mean([h for h, ev in zip(hits, events, strict=True) if ev == e]))
-                for e in dict.fromkeys(events)}
-    return {"prompt_following": float(hits.mean()), "prompt_following_ci": M.bootstrap_ci(hits),
-            "prompt_following_judge_on_sim": float(sim_hits.mean()),
-            "prompt_following_judge_on_sim_ci": M.bootstrap_ci(sim_hits),
-            "prompt_following_no_prompt_control_on_sim": float(np.mean(control_hits)),
-            "prompt_following_by_event": by_event, "prompt_cases": len(cases)}
+    by_event = {
+        e: float(np.mean([h for h, ev in zip(hits, events, strict=True) if ev == e]))
+        for e in dict.fromkeys(events)
+    }
+    return {
+        "prompt_following": float(hits.mean()),
+        "prompt_following_ci": M.bootstrap_ci(hits),
+        "prompt_following_judge_on_sim": float(sim_hits.mean()),
+        "prompt_following_judge_on_sim_ci": M.bootstrap_ci(sim_hits),
+        "prompt_following_no_prompt_control_on_sim": float(np.mean(control_hits)),
+        "prompt_following_by_event": by_event,
+        "prompt_cases": len(cases),
+    }
 
 
 # -- memory ----------------------------------------------------------------------------------
@@ -274,14 +317,15 @@ def memory_gift(player: ModelPlayer, judges: Judges, per_kind: int, progress: Lo
         for after, check, back in zip(GIFT_CHECKS, g.checks, g.returns, strict=True):
             # The wait and the first part of the way back are the simulator's frames, with the
             # creature out of view; the model draws from REVEAL_LEAD frames before it shows.
-            shown = np.nonzero(ep.view["creature_px"][back:check + 1] > 0)[0]
+            shown = np.nonzero(ep.view["creature_px"][back : check + 1] > 0)[0]
             begin = max(back, back + int(shown[0]) - REVEAL_LEAD) if len(shown) else back
             player.prime(session, ep, begin)
             frames, _ = player.play(session, ep, begin, check + 1)
-            box = ep.view["creature_box"][check:check + 1]
+            box = ep.view["creature_box"][check : check + 1]
             hits[after].append(judges.read_mood(frames[-1:], box)[0] == truth[check])
-            sim_hits[after].append(judges.read_mood(ep.frames[check:check + 1], box)[0]
-                                   == truth[check])
+            sim_hits[after].append(
+                judges.read_mood(ep.frames[check : check + 1], box)[0] == truth[check]
+            )
         progress(f"  gift case {n + 1}/{len(cases)}")
     out: dict = {"memory_gift_cases": len(cases), "memory_gift_moods": list(MOODS)}
     for after in GIFT_CHECKS:
@@ -303,8 +347,11 @@ def loop_closure(player: ModelPlayer, turns: int, progress: Log) -> dict:
     for i in range(turns):
         ep = turn_episode(i)
         frames, _ = player.rollout(ep, PRIME_FRAMES, len(ep.inputs) - PRIME_FRAMES, seed=i)
-        rows.append(M.loop_closure_case(frames, ep.frames[PRIME_FRAMES:],
-                                        ep.frames[PRIME_FRAMES - 1], TURN_KEY_FRAMES // 2))
+        rows.append(
+            M.loop_closure_case(
+                frames, ep.frames[PRIME_FRAMES:], ep.frames[PRIME_FRAMES - 1], TURN_KEY_FRAMES // 2
+            )
+        )
     return M.loop_closure_summary(rows)
 
 
@@ -317,13 +364,17 @@ def brightness(player: ModelPlayer, walks: int, frames: int, progress: Log) -> d
         gen, _ = player.rollout(ep, PRIME_FRAMES, frames, seed=i)
         drift.append(M.brightness_drift(gen, ep.frames[PRIME_FRAMES:]))
         progress(f"  walk {i + 1}/{walks}: drift {drift[-1]:.3f}")
-    return {"brightness_drift": float(np.mean(drift)), "brightness_drift_rollouts": drift,
-            "brightness_drift_frames": frames}
+    return {
+        "brightness_drift": float(np.mean(drift)),
+        "brightness_drift_rollouts": drift,
+        "brightness_drift_frames": frames,
+    }
 
 
 # -- the judges themselves -------------------------------------------------------------------
-def judge_accuracy(world: World, judges: Judges, progress: Log, episodes_per_event: int = 1
-                   ) -> dict:
+def judge_accuracy(
+    world: World, judges: Judges, progress: Log, episodes_per_event: int = 1
+) -> dict:
     """The judges' held-out figures (from training) and the same on the autoencoder's
     reconstructions of one held-out episode per event: blur alone must not flip a verdict."""
     progress("judges on autoencoder reconstructions of held-out frames")
@@ -331,13 +382,21 @@ def judge_accuracy(world: World, judges: Judges, progress: Log, episodes_per_eve
     test = data.rows(True)
     events = np.array(episode_events())
     held_out = np.unique(data.episode[test])
-    chosen = np.concatenate([held_out[events[held_out] == e][:episodes_per_event]
-                             for e in JUDGE_EVENTS])
+    chosen = np.concatenate(
+        [held_out[events[held_out] == e][:episodes_per_event] for e in JUDGE_EVENTS]
+    )
     rows = test[np.isin(data.episode[test], chosen)]
-    recon = np.concatenate([
-        tensor_to_frames(world.video_ae(frames_to_tensor(np.asarray(data.frames[rows[i:i + 64]]))))
-        for i in range(0, len(rows), 64)])
+    recon = np.concatenate(
+        [
+            tensor_to_frames(
+                world.video_ae(frames_to_tensor(np.asarray(data.frames[rows[i : i + 64]])))
+            )
+            for i in range(0, len(rows), 64)
+        ]
+    )
     on_recon = judge_report(judges, data, rows, data.rows(False), frames=recon)
-    return {"judge_accuracy_on_sim": judges.accuracy,
-            "judge_accuracy_on_ae_recon": on_recon,
-            "ae_recon_psnr_judge_frames": M.pooled_psnr(recon, np.asarray(data.frames[rows]))}
+    return {
+        "judge_accuracy_on_sim": judges.accuracy,
+        "judge_accuracy_on_ae_recon": on_recon,
+        "ae_recon_psnr_judge_frames": M.pooled_psnr(recon, np.asarray(data.frames[rows])),
+    }

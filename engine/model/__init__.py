@@ -6,6 +6,12 @@ from .video_ae import VideoAE, VideoAEConfig
 from .world import WorldModel, WorldModelConfig
 
 __all__ = [
-    "AudioAE", "AudioAEConfig", "VideoAE", "VideoAEConfig", "WorldModel", "WorldModelConfig",
-    "load_checkpoint", "save_checkpoint",
+    "AudioAE",
+    "AudioAEConfig",
+    "VideoAE",
+    "VideoAEConfig",
+    "WorldModel",
+    "WorldModelConfig",
+    "load_checkpoint",
+    "save_checkpoint",
 ]

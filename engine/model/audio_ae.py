@@ -34,17 +34,24 @@ class AudioAE(nn.Module):
         w = config.width
         # 800 -> 200 -> 50 -> 25 samples, then a linear bottleneck.
         self.encoder = nn.Sequential(
-            nn.Conv1d(1, w, 8, stride=4, padding=2), nn.SiLU(),
-            nn.Conv1d(w, w, 8, stride=4, padding=2), nn.SiLU(),
-            nn.Conv1d(w, w, 4, stride=2, padding=1), nn.SiLU(),
-            nn.Flatten(), nn.Linear(w * 25, config.latent_dim),
+            nn.Conv1d(1, w, 8, stride=4, padding=2),
+            nn.SiLU(),
+            nn.Conv1d(w, w, 8, stride=4, padding=2),
+            nn.SiLU(),
+            nn.Conv1d(w, w, 4, stride=2, padding=1),
+            nn.SiLU(),
+            nn.Flatten(),
+            nn.Linear(w * 25, config.latent_dim),
         )
         self.decoder_in = nn.Linear(config.latent_dim, w * 25)
         self.decoder = nn.Sequential(
             nn.SiLU(),
-            nn.ConvTranspose1d(w, w, 4, stride=2, padding=1), nn.SiLU(),
-            nn.ConvTranspose1d(w, w, 8, stride=4, padding=2), nn.SiLU(),
-            nn.ConvTranspose1d(w, w, 8, stride=4, padding=2), nn.SiLU(),
+            nn.ConvTranspose1d(w, w, 4, stride=2, padding=1),
+            nn.SiLU(),
+            nn.ConvTranspose1d(w, w, 8, stride=4, padding=2),
+            nn.SiLU(),
+            nn.ConvTranspose1d(w, w, 8, stride=4, padding=2),
+            nn.SiLU(),
             nn.Conv1d(w, 2 if config.texture else 1, 7, padding=3),
         )
 
@@ -69,27 +76,32 @@ def log_spectrogram(audio: torch.Tensor, n_fft: int = 128) -> torch.Tensor:
     return torch.log(stft(audio, n_fft).abs() + 1e-4)
 
 
-def audio_loss(pred: torch.Tensor, target: torch.Tensor, spec_weight: float = 1.0
-               ) -> torch.Tensor:
+def audio_loss(pred: torch.Tensor, target: torch.Tensor, spec_weight: float = 1.0) -> torch.Tensor:
     wave = (pred - target).abs().mean()
-    spec = sum((log_spectrogram(pred, n) - log_spectrogram(target, n)).abs().mean()
-               for n in (64, 256))
+    spec = sum(
+        (log_spectrogram(pred, n) - log_spectrogram(target, n)).abs().mean() for n in (64, 256)
+    )
     return wave + spec_weight * spec
 
 
-def texture_loss(parts: torch.Tensor, target: torch.Tensor, wave_weight: float = 1.0,
-                 complex_weight: float = 1.0, spec_weight: float = 0.5
-                 ) -> dict[str, torch.Tensor]:
+def texture_loss(
+    parts: torch.Tensor,
+    target: torch.Tensor,
+    wave_weight: float = 1.0,
+    complex_weight: float = 1.0,
+    spec_weight: float = 0.5,
+) -> dict[str, torch.Tensor]:
     """Losses of a texture decoder's (B, 2, 800) output: the coherent part by waveform (MSE
     relative to the signal's power, i.e. 1 / SNR, plus a complex-STFT L1 that weighs every
     frequency as the spectrum does), and the sum, with the coherent part held fixed, by
     log-spectrogram L1 only. Keys: total, wave, complex, spec."""
     coherent, texture = parts[:, 0], parts[:, 1]
-    wave = ((coherent - target) ** 2).mean() / (target ** 2).mean().clamp(min=1e-8)
+    wave = ((coherent - target) ** 2).mean() / (target**2).mean().clamp(min=1e-8)
     comp = torch.stack([(stft(coherent, n) - stft(target, n)).abs().mean() for n in (64, 256)])
     heard = coherent.detach() + texture
-    spec = torch.stack([(log_spectrogram(heard, n) - log_spectrogram(target, n)).abs().mean()
-                        for n in (64, 256)])
+    spec = torch.stack(
+        [(log_spectrogram(heard, n) - log_spectrogram(target, n)).abs().mean() for n in (64, 256)]
+    )
     comp, spec = comp.sum(), spec.sum()
     total = wave_weight * wave + complex_weight * comp + spec_weight * spec
     return {"total": total, "wave": wave, "complex": comp, "spec": spec}

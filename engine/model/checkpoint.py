@@ -1,7 +1,7 @@
 """Checkpoints: weights plus the dataclass config they were built from (nanoGPT style).
 
-    save_checkpoint(path, model, extra={...}, half=True)
-    model = load_checkpoint(path, VideoAE, VideoAEConfig)   # Config(**ckpt["config"])
+save_checkpoint(path, model, extra={...}, half=True)
+model = load_checkpoint(path, VideoAE, VideoAEConfig)   # Config(**ckpt["config"])
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from torch import nn
 M = TypeVar("M", bound=nn.Module)
 
 
-def save_checkpoint(path: str | Path, model: nn.Module, extra: dict[str, Any] | None = None,
-                    half: bool = False) -> None:
+def save_checkpoint(
+    path: str | Path, model: nn.Module, extra: dict[str, Any] | None = None, half: bool = False
+) -> None:
     """Write atomically (tmp + rename) so a killed run never leaves a torn checkpoint."""
     state = model.state_dict()
     if half:
@@ -38,8 +39,12 @@ def atomic_save(payload: Any, path: str | Path) -> None:
     tmp.replace(path)
 
 
-def load_checkpoint(path: str | Path | None, model_cls: type[M], config_cls: type,
-                    ckpt: dict[str, Any] | None = None) -> M:
+def load_checkpoint(
+    path: str | Path | None,
+    model_cls: type[M],
+    config_cls: type,
+    ckpt: dict[str, Any] | None = None,
+) -> M:
     """Rebuild the model from the config stored in the checkpoint; weights come back as fp32.
     Checkpoints hold tensors and plain values only, so they load with weights_only=True."""
     if ckpt is None:
@@ -48,8 +53,9 @@ def load_checkpoint(path: str | Path | None, model_cls: type[M], config_cls: typ
         ckpt = load_payload(path)
     config = config_cls(**_tuples(config_cls, ckpt["config"]))
     model = model_cls(config)
-    model.load_state_dict({k: v.float() if v.is_floating_point() else v
-                           for k, v in ckpt["model"].items()})
+    model.load_state_dict(
+        {k: v.float() if v.is_floating_point() else v for k, v in ckpt["model"].items()}
+    )
     return model.eval()
 
 

@@ -10,8 +10,9 @@ KEY_ORDER = ("W", "A", "S", "D", "LEFT", "RIGHT", "UP", "DOWN")  # engine.sim KE
 CAMERA_SCALE = 10.0  # radians per frame -> roughly unit scale (arrow keys turn 0.06/frame)
 
 
-def input_features(keys: int, yaw: float, pitch: float, loudness: float, onset: bool,
-                   image_event: bool) -> np.ndarray:
+def input_features(
+    keys: int, yaw: float, pitch: float, loudness: float, onset: bool, image_event: bool
+) -> np.ndarray:
     """(INPUT_FEATURES,) float32: key bits, scaled camera deltas, audio-input features."""
     out = np.zeros(INPUT_FEATURES, np.float32)
     out[:8] = [(int(keys) >> i) & 1 for i in range(8)]
@@ -25,6 +26,16 @@ def input_features(keys: int, yaw: float, pitch: float, loudness: float, onset: 
 
 def input_features_from_labels(labels: np.ndarray) -> np.ndarray:
     """(N,) LABEL_DTYPE records -> (N, INPUT_FEATURES)."""
-    return np.stack([input_features(r["keys"], r["yaw_delta"], r["pitch_delta"],
-                                    r["audio_loudness"], r["audio_onset"], r["image_event"])
-                     for r in labels])
+    return np.stack(
+        [
+            input_features(
+                r["keys"],
+                r["yaw_delta"],
+                r["pitch_delta"],
+                r["audio_loudness"],
+                r["audio_onset"],
+                r["image_event"],
+            )
+            for r in labels
+        ]
+    )

@@ -55,22 +55,29 @@ class VideoAE(nn.Module):
             prev = width
         enc += [nn.Conv2d(prev, config.latent_channels, 1)]
         self.encoder = nn.Sequential(*enc)
-        dec: list[nn.Module] = [nn.Conv2d(config.latent_channels, w[-1], 3, padding=1),
-                                ResBlock(w[-1])]
+        dec: list[nn.Module] = [
+            nn.Conv2d(config.latent_channels, w[-1], 3, padding=1),
+            ResBlock(w[-1]),
+        ]
         prev = w[-1]
         outs = [*reversed(w[:-1]), config.stem]
         for i, width in enumerate(outs):
-            dec += [nn.Upsample(scale_factor=2, mode="nearest"),
-                    nn.Conv2d(prev, width, 3, padding=1), nn.SiLU()]
+            dec += [
+                nn.Upsample(scale_factor=2, mode="nearest"),
+                nn.Conv2d(prev, width, 3, padding=1),
+                nn.SiLU(),
+            ]
             dec += [ResBlock(width)] if len(w) - 2 - i >= config.res_from else []
             prev = width
         dec += [nn.Conv2d(prev, 3, 3, padding=1)]
         self.decoder = nn.Sequential(*dec)
         c = config.latent_channels
-        self.register_buffer("mean", torch.tensor(config.latent_mean).view(1, c, 1, 1),
-                             persistent=False)
-        self.register_buffer("std", torch.tensor(config.latent_std).view(1, c, 1, 1),
-                             persistent=False)
+        self.register_buffer(
+            "mean", torch.tensor(config.latent_mean).view(1, c, 1, 1), persistent=False
+        )
+        self.register_buffer(
+            "std", torch.tensor(config.latent_std).view(1, c, 1, 1), persistent=False
+        )
 
     def encode(self, images: torch.Tensor) -> torch.Tensor:
         """(B, 3, H, W) in [0, 1] -> normalised latent (B, C, H/8, W/8)."""
@@ -90,9 +97,12 @@ class PatchDiscriminator(nn.Module):
     def __init__(self, width: int = 32):
         super().__init__()
         self.net = nn.Sequential(
-            nn.Conv2d(3, width, 4, 2, 1), nn.LeakyReLU(0.2),
-            nn.Conv2d(width, width * 2, 4, 2, 1), nn.LeakyReLU(0.2),
-            nn.Conv2d(width * 2, width * 2, 3, 1, 1), nn.LeakyReLU(0.2),
+            nn.Conv2d(3, width, 4, 2, 1),
+            nn.LeakyReLU(0.2),
+            nn.Conv2d(width, width * 2, 4, 2, 1),
+            nn.LeakyReLU(0.2),
+            nn.Conv2d(width * 2, width * 2, 3, 1, 1),
+            nn.LeakyReLU(0.2),
             nn.Conv2d(width * 2, 1, 3, 1, 1),
         )
 

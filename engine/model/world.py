@@ -91,8 +91,7 @@ class Memory:
         return Memory(self.tokens[rows], self.arrival[rows], self.valid[rows])
 
 
-def rope_angles(pos: torch.Tensor, head_dim: int, base: float
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+def rope_angles(pos: torch.Tensor, head_dim: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin (B, 1, N, head_dim / 2) for per-token positions (B, N) (frame indices)."""
     d = head_dim // 2
     freqs = base ** (-torch.arange(d, device=pos.device, dtype=torch.float32) / d)
@@ -116,8 +115,9 @@ class Layer(nn.Module):
         self.qkv = nn.Linear(cfg.width, 3 * cfg.width)
         self.proj = nn.Linear(cfg.width, cfg.width)
         self.ln2 = nn.LayerNorm(cfg.width)
-        self.mlp = nn.Sequential(nn.Linear(cfg.width, 4 * cfg.width), nn.GELU(),
-                                 nn.Linear(4 * cfg.width, cfg.width))
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.width, 4 * cfg.width), nn.GELU(), nn.Linear(4 * cfg.width, cfg.width)
+        )
 
     def _split(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         b, n, _ = x.shape
@@ -135,11 +135,18 @@ class Layer(nn.Module):
         mem = mem + self.proj(v.transpose(1, 2).reshape(b, n, -1))
         return mem + self.mlp(self.ln2(mem))
 
-    def forward(self, x: torch.Tensor, angles: tuple[torch.Tensor, torch.Tensor],
-                mem_k: torch.Tensor, mem_v: torch.Tensor, mem_mask: torch.Tensor,
-                past_k: torch.Tensor | None, past_v: torch.Tensor | None,
-                past_mask: torch.Tensor | None, self_mask: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        x: torch.Tensor,
+        angles: tuple[torch.Tensor, torch.Tensor],
+        mem_k: torch.Tensor,
+        mem_v: torch.Tensor,
+        mem_mask: torch.Tensor,
+        past_k: torch.Tensor | None,
+        past_v: torch.Tensor | None,
+        past_mask: torch.Tensor | None,
+        self_mask: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """x: (B, N, W) frame tokens; angles: their rotary cos/sin (frame positions).
 
         Keys are [memory (unrotated), past cached frame keys (already rotated), x itself].
@@ -214,9 +221,15 @@ class WorldModel(nn.Module):
         z = t.reshape(-1, g, g, c, p, p).permute(0, 3, 1, 4, 2, 5)  # (n, c, g, p, g, p)
         return z.reshape(*lead, c, s, s)
 
-    def embed_blocks(self, video: torch.Tensor, prev: torch.Tensor, audio: torch.Tensor,
-                     inputs: torch.Tensor, text: torch.Tensor, level: torch.Tensor
-                     ) -> torch.Tensor:
+    def embed_blocks(
+        self,
+        video: torch.Tensor,
+        prev: torch.Tensor,
+        audio: torch.Tensor,
+        inputs: torch.Tensor,
+        text: torch.Tensor,
+        level: torch.Tensor,
+    ) -> torch.Tensor:
         """Blocks (B, F, ...) -> tokens (B, F * block_tokens, width)."""
         v = self.video_in(torch.cat([self.patchify(video), self.patchify(prev)], dim=-1))
         a = self.audio_in(audio)[:, :, None]
@@ -226,8 +239,9 @@ class WorldModel(nn.Module):
         b, f, n, w = x.shape
         return x.reshape(b, f * n, w)
 
-    def embed_memory(self, theme: torch.Tensor, text: torch.Tensor, image: torch.Tensor
-                     ) -> torch.Tensor:
+    def embed_memory(
+        self, theme: torch.Tensor, text: torch.Tensor, image: torch.Tensor
+    ) -> torch.Tensor:
         """theme (B,) ids, text (B, K, 384), image (B, image_dim) -> memory (B, 2 + K, W)."""
         kinds = self.mem_kind.weight
         t = (self.theme_mem(theme) + kinds[0])[:, None]
@@ -235,8 +249,7 @@ class WorldModel(nn.Module):
         im = (self.image_mem(image) + kinds[2])[:, None]
         return torch.cat([t, im, s], dim=1)
 
-    def readout(self, x: torch.Tensor, video: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def readout(self, x: torch.Tensor, video: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Tokens -> (video velocity (B, F, C, H, W), audio velocity (B, F, A)).
 
         `video` (B, F, C, H, W) is the blocks' input latent: the refiner, if any, sees it next
@@ -269,8 +282,9 @@ class WorldModel(nn.Module):
         n = cfg.block_tokens
         b = blocks
         x = self.embed_blocks(b.video, b.prev, b.audio, b.inputs, b.text, b.level)
-        angles = rope_angles(b.frame.repeat_interleave(n, dim=1), cfg.width // cfg.heads,
-                             cfg.rope_base)
+        angles = rope_angles(
+            b.frame.repeat_interleave(n, dim=1), cfg.width // cfg.heads, cfg.rope_base
+        )
         mem_mask = memory.valid[:, None, :] & (memory.arrival[:, None, :] <= b.frame[:, :, None])
         self_mask = block_mask(b.frame, b.noisy, cfg.context)
         mem_mask = mem_mask.repeat_interleave(n, dim=1)
@@ -286,10 +300,18 @@ class WorldModel(nn.Module):
     def new_cache(self) -> KVCache:
         return KVCache(self.config.depth, self.config.context)
 
-    def cached_block(self, cache: KVCache, video: torch.Tensor, prev: torch.Tensor,
-                     audio: torch.Tensor, inputs: torch.Tensor, text: torch.Tensor,
-                     level: float, frame: int, write: bool
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    def cached_block(
+        self,
+        cache: KVCache,
+        video: torch.Tensor,
+        prev: torch.Tensor,
+        audio: torch.Tensor,
+        inputs: torch.Tensor,
+        text: torch.Tensor,
+        level: float,
+        frame: int,
+        write: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """One block at frame `frame` (batch 1 or B) against the cache.
 
         write=False: a noisy block (sees cached frames < frame). write=True: the clean block;
@@ -298,11 +320,13 @@ class WorldModel(nn.Module):
         b = video.shape[0]
         n = self.config.block_tokens
         lv = torch.full((b, 1), float(level))
-        x = self.embed_blocks(video[:, None], prev[:, None], audio[:, None], inputs[:, None],
-                              text[:, None], lv)
+        x = self.embed_blocks(
+            video[:, None], prev[:, None], audio[:, None], inputs[:, None], text[:, None], lv
+        )
         cfg = self.config
-        angles = rope_angles(torch.full((b, n), frame, dtype=torch.long),
-                             cfg.width // cfg.heads, cfg.rope_base)
+        angles = rope_angles(
+            torch.full((b, n), frame, dtype=torch.long), cfg.width // cfg.heads, cfg.rope_base
+        )
         self_mask = torch.ones(b, n, n, dtype=torch.bool)
         past_frames = [f for f in cache.frames if frame - self.config.context <= f < frame]
         keep = [i for i, f in enumerate(cache.frames) if f in past_frames]
@@ -334,8 +358,9 @@ def latent_refiner(cfg: WorldModelConfig) -> nn.Sequential:
     assert last.bias is not None
     nn.init.zeros_(last.weight)
     nn.init.zeros_(last.bias)
-    return nn.Sequential(nn.Conv2d(2 * c, w, 3, padding=1), nn.SiLU(),
-                         nn.Conv2d(w, w, 3, padding=1), nn.SiLU(), last)
+    return nn.Sequential(
+        nn.Conv2d(2 * c, w, 3, padding=1), nn.SiLU(), nn.Conv2d(w, w, 3, padding=1), nn.SiLU(), last
+    )
 
 
 def block_mask(frame: torch.Tensor, noisy: torch.Tensor, context: int) -> torch.Tensor:

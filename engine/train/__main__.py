@@ -24,10 +24,25 @@ from .presets import PRESETS
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.train")
-    parser.add_argument("stage", choices=("video", "audio", "generator", "ship", "text-table",
-                                          "openings", "sampler-steps", "measure", "sheets",
-                                          "errorbank", "finetune", "decoder", "latents",
-                                          "audio-study"))
+    parser.add_argument(
+        "stage",
+        choices=(
+            "video",
+            "audio",
+            "generator",
+            "ship",
+            "text-table",
+            "openings",
+            "sampler-steps",
+            "measure",
+            "sheets",
+            "errorbank",
+            "finetune",
+            "decoder",
+            "latents",
+            "audio-study",
+        ),
+    )
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
     parser.add_argument("--data", default=None, help="dataset root (python -m engine.data)")
     parser.add_argument("--out", default=None, help="run folder (checkpoints, plots)")
@@ -35,54 +50,113 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=None, help="wall-clock budget")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--dest", default=None, help="ship: where to write (engine/weights)")
-    parser.add_argument("--steps", type=int, default=None,
-                        help="sampler-steps: the generator's default Euler steps per frame")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="sampler-steps: the generator's default Euler steps per frame",
+    )
     parser.add_argument("--device", default=None, help="auto (CUDA when there is one), cpu, cuda")
-    parser.add_argument("--adv-weight", type=float, default=None,
-                        help="video stage: patch-discriminator weight (0 turns it off)")
-    parser.add_argument("--text-table", default=None,
-                        help="generator: sentence embeddings from the text-table stage "
-                             "(for machines without the text encoder); text-table: where to "
-                             "write them")
-    parser.add_argument("--weights", default=None,
-                        help="measure/sheets: weights folder (engine/weights by default)")
-    parser.add_argument("--project", action=argparse.BooleanOptionalAction, default=None,
-                        help="measure: re-encode generated frames (default: as configured)")
-    parser.add_argument("--long-frames", type=int, default=2000,
-                        help="measure: length of the walking rollouts")
-    parser.add_argument("--error-bank", default=None,
-                        help="finetune: ErrorBank file to replay; errorbank: where to write it")
-    parser.add_argument("--bank-share", type=float, default=None,
-                        help="finetune: share of every batch replayed from the Error Bank")
-    parser.add_argument("--rollouts", type=int, default=40,
-                        help="errorbank: model rollouts to collect histories from")
-    parser.add_argument("--keep", type=int, default=0,
-                        help="errorbank: histories to keep, equally many per error quartile")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="errorbank/finetune/decoder: random seed (parallel workers differ)")
-    parser.add_argument("--horizons", default="5,16,48,96,160",
-                        help="errorbank: rollout lengths at which histories are stored")
-    parser.add_argument("--episodes", type=int, default=10,
-                        help="measure: fidelity episodes (the eval uses 10; 0 skips them)")
-    parser.add_argument("--long-runs", type=int, default=2,
-                        help="measure: walking rollouts for brightness drift")
+    parser.add_argument(
+        "--adv-weight",
+        type=float,
+        default=None,
+        help="video stage: patch-discriminator weight (0 turns it off)",
+    )
+    parser.add_argument(
+        "--text-table",
+        default=None,
+        help="generator: sentence embeddings from the text-table stage "
+        "(for machines without the text encoder); text-table: where to "
+        "write them",
+    )
+    parser.add_argument(
+        "--weights", default=None, help="measure/sheets: weights folder (engine/weights by default)"
+    )
+    parser.add_argument(
+        "--project",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="measure: re-encode generated frames (default: as configured)",
+    )
+    parser.add_argument(
+        "--long-frames", type=int, default=2000, help="measure: length of the walking rollouts"
+    )
+    parser.add_argument(
+        "--error-bank",
+        default=None,
+        help="finetune: ErrorBank file to replay; errorbank: where to write it",
+    )
+    parser.add_argument(
+        "--bank-share",
+        type=float,
+        default=None,
+        help="finetune: share of every batch replayed from the Error Bank",
+    )
+    parser.add_argument(
+        "--rollouts",
+        type=int,
+        default=40,
+        help="errorbank: model rollouts to collect histories from",
+    )
+    parser.add_argument(
+        "--keep",
+        type=int,
+        default=0,
+        help="errorbank: histories to keep, equally many per error quartile",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="errorbank/finetune/decoder: random seed (parallel workers differ)",
+    )
+    parser.add_argument(
+        "--horizons",
+        default="5,16,48,96,160",
+        help="errorbank: rollout lengths at which histories are stored",
+    )
+    parser.add_argument(
+        "--episodes",
+        type=int,
+        default=10,
+        help="measure: fidelity episodes (the eval uses 10; 0 skips them)",
+    )
+    parser.add_argument(
+        "--long-runs", type=int, default=2, help="measure: walking rollouts for brightness drift"
+    )
     parser.add_argument("--batch", type=int, default=None, help="finetune/decoder: batch size")
-    parser.add_argument("--refine-width", type=int, default=None,
-                        help="finetune: add the latent refiner with this many channels")
-    parser.add_argument("--heldout", default="data/heldout",
-                        help="audio-study: held-out data set (seeds from 1,000,000)")
-    parser.add_argument("--audio-only", action="store_true", default=None,
-                        help="finetune: train only the audio projections (new audio tokenizer)")
-    parser.add_argument("--audio-weight", type=float, default=None,
-                        help="finetune: weight of the audio flow loss")
+    parser.add_argument(
+        "--refine-width",
+        type=int,
+        default=None,
+        help="finetune: add the latent refiner with this many channels",
+    )
+    parser.add_argument(
+        "--heldout",
+        default="data/heldout",
+        help="audio-study: held-out data set (seeds from 1,000,000)",
+    )
+    parser.add_argument(
+        "--audio-only",
+        action="store_true",
+        default=None,
+        help="finetune: train only the audio projections (new audio tokenizer)",
+    )
+    parser.add_argument(
+        "--audio-weight", type=float, default=None, help="finetune: weight of the audio flow loss"
+    )
     args = parser.parse_args(argv)
     from .common import pick_device
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     preset = PRESETS[args.preset]
-    overrides = {k: v for k, v in (("data", args.data), ("out", args.out),
-                                   ("device", args.device)) if v is not None}
+    overrides = {
+        k: v
+        for k, v in (("data", args.data), ("out", args.out), ("device", args.device))
+        if v is not None
+    }
 
     if args.stage in ("video", "audio"):
         from .tokenizers import train_audio_ae, train_video_ae
@@ -122,9 +196,15 @@ def main(argv: list[str] | None = None) -> int:
 
         from .measure import measure
 
-        result = measure(args.weights, args.out or "runs/measure", args.project,
-                         episodes=args.episodes, long_runs=args.long_runs,
-                         long_frames=args.long_frames, text_table=args.text_table)
+        result = measure(
+            args.weights,
+            args.out or "runs/measure",
+            args.project,
+            episodes=args.episodes,
+            long_runs=args.long_runs,
+            long_frames=args.long_frames,
+            text_table=args.text_table,
+        )
         print(json.dumps(result))
         path = Path(args.out or "runs/measure")
     elif args.stage == "sheets":
@@ -138,18 +218,32 @@ def main(argv: list[str] | None = None) -> int:
     elif args.stage in ("finetune", "decoder"):
         from .finetune import DecoderTuneConfig, FinetuneConfig, train_decoder, train_finetune
 
-        fields = {"data": args.data, "out": args.out, "device": args.device,
-                  "weights": args.weights, "steps": args.steps, "batch": args.batch,
-                  "seed": args.seed, "minutes": args.minutes, "text_table": args.text_table}
+        fields = {
+            "data": args.data,
+            "out": args.out,
+            "device": args.device,
+            "weights": args.weights,
+            "steps": args.steps,
+            "batch": args.batch,
+            "seed": args.seed,
+            "minutes": args.minutes,
+            "text_table": args.text_table,
+        }
         if args.stage == "finetune":
-            fields.update(error_bank=args.error_bank, bank_share=args.bank_share,
-                          refine_width=args.refine_width, audio_only=args.audio_only,
-                          audio_weight=args.audio_weight)
-            path = train_finetune(FinetuneConfig(**{k: v for k, v in fields.items()
-                                                    if v is not None}))
+            fields.update(
+                error_bank=args.error_bank,
+                bank_share=args.bank_share,
+                refine_width=args.refine_width,
+                audio_only=args.audio_only,
+                audio_weight=args.audio_weight,
+            )
+            path = train_finetune(
+                FinetuneConfig(**{k: v for k, v in fields.items() if v is not None})
+            )
         else:
-            path = train_decoder(DecoderTuneConfig(**{k: v for k, v in fields.items()
-                                                      if v is not None}))
+            path = train_decoder(
+                DecoderTuneConfig(**{k: v for k, v in fields.items() if v is not None})
+            )
     elif args.stage == "latents":
         from .finetune import latent_bank
 
@@ -168,9 +262,16 @@ def main(argv: list[str] | None = None) -> int:
         data_cfg = data_config(args)
         loaded = World.load(data_cfg.weights)
         bank, frames = latent_bank(data_cfg, torch.device("cpu"))
-        errors = collect(loaded.model, loaded.video_ae, bank, frames, args.rollouts,
-                         horizons=tuple(int(h) for h in args.horizons.split(",")),
-                         keep=args.keep, seed=args.seed)
+        errors = collect(
+            loaded.model,
+            loaded.video_ae,
+            bank,
+            frames,
+            args.rollouts,
+            horizons=tuple(int(h) for h in args.horizons.split(",")),
+            keep=args.keep,
+            seed=args.seed,
+        )
         path = Path(args.error_bank or "runs/errorbank.pt")
         errors.save(path)
         print(json.dumps(errors.summary()))
@@ -181,8 +282,9 @@ def main(argv: list[str] | None = None) -> int:
         from .latents import load_audio_tokenizer
 
         folders = (args.weights or "engine/weights").split(",")
-        result = study(args.data or "data/v2", args.heldout,
-                       {f: load_audio_tokenizer(f) for f in folders})
+        result = study(
+            args.data or "data/v2", args.heldout, {f: load_audio_tokenizer(f) for f in folders}
+        )
         print(json.dumps(result, indent=1))
         path = Path(args.heldout)
     elif args.stage == "text-table":
@@ -192,8 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         from .ship import ship
 
-        path = ship(args.out or preset.generator.out,
-                    *([Path(args.dest)] if args.dest is not None else []))
+        path = ship(
+            args.out or preset.generator.out, *([Path(args.dest)] if args.dest is not None else [])
+        )
     print(path)
     return 0
 
@@ -202,10 +305,18 @@ def data_config(args: argparse.Namespace):
     """The data, weights and cache location that the latents and errorbank stages read."""
     from .finetune import FinetuneConfig
 
-    return FinetuneConfig(**{k: v for k, v in (("data", args.data), ("weights", args.weights),
-                                                ("out", args.out),
-                                                ("text_table", args.text_table))
-                             if v is not None})
+    return FinetuneConfig(
+        **{
+            k: v
+            for k, v in (
+                ("data", args.data),
+                ("weights", args.weights),
+                ("out", args.out),
+                ("text_table", args.text_table),
+            )
+            if v is not None
+        }
+    )
 
 
 if __name__ == "__main__":

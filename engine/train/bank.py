@@ -34,8 +34,13 @@ class LatentBank:
     lengths: torch.Tensor  # (E,)
 
     @classmethod
-    def build(cls, episodes: list[LatentEpisode], text_table: dict[str, np.ndarray],
-              device: torch.device | str = "cpu", image_dim: int = 128) -> LatentBank:
+    def build(
+        cls,
+        episodes: list[LatentEpisode],
+        text_table: dict[str, np.ndarray],
+        device: torch.device | str = "cpu",
+        image_dim: int = 128,
+    ) -> LatentBank:
         offsets = np.cumsum([0] + [len(ep.video) for ep in episodes])
         n = int(offsets[-1])
         text = torch.zeros(n, TEXT_DIM)
@@ -53,7 +58,7 @@ class LatentBank:
                 slot = count[:, None] - MAX_TEXT_MEMORY + np.arange(MAX_TEXT_MEMORY)
                 got = slot >= 0
                 mem = np.where(got, first + rows[np.clip(slot, 0, None)], -1)
-                memory_rows[first:first + length] = torch.from_numpy(mem)
+                memory_rows[first : first + length] = torch.from_numpy(mem)
         image = torch.zeros(len(episodes), image_dim)
         has_image = torch.zeros(len(episodes), dtype=torch.bool)
         for e, ep in enumerate(episodes):
@@ -64,10 +69,15 @@ class LatentBank:
             video=torch.cat([ep.video.half() for ep in episodes]),
             audio=torch.cat([ep.audio.float() for ep in episodes]),
             inputs=torch.cat([ep.inputs.float() for ep in episodes]),
-            text=text, local=torch.cat(local), episode=torch.cat(episode),
-            memory_rows=memory_rows, theme=torch.tensor([ep.theme for ep in episodes]),
-            image=image, has_image=has_image,
-            lengths=torch.tensor([len(ep.video) for ep in episodes]))
+            text=text,
+            local=torch.cat(local),
+            episode=torch.cat(episode),
+            memory_rows=memory_rows,
+            theme=torch.tensor([ep.theme for ep in episodes]),
+            image=image,
+            has_image=has_image,
+            lengths=torch.tensor([len(ep.video) for ep in episodes]),
+        )
         return bank.to(device)
 
     def to(self, device: torch.device | str) -> LatentBank:
@@ -86,8 +96,9 @@ class LatentBank:
             cache[window] = torch.nonzero(fits).flatten()
         return cache[window]
 
-    def sample(self, n: int, window: int, generator: torch.Generator,
-               first_frame_share: float = 0.1) -> torch.Tensor:
+    def sample(
+        self, n: int, window: int, generator: torch.Generator, first_frame_share: float = 0.1
+    ) -> torch.Tensor:
         """n random window starts; about `first_frame_share` of them open an episode (frame 0),
         so the model learns to draw a first frame from the theme alone (a session's cold start)."""
         starts = self.window_starts(window)
@@ -101,18 +112,25 @@ class LatentBank:
         rows = starts[:, None] + torch.arange(window, device=starts.device)
         video = self.video[rows].float()
         before = self.video[(starts - 1).clamp(min=0)].float()
-        before = torch.where((self.local[starts] == 0)[:, None, None, None],
-                             torch.zeros_like(before), before)
+        before = torch.where(
+            (self.local[starts] == 0)[:, None, None, None], torch.zeros_like(before), before
+        )
         prev = torch.cat([before[:, None], video[:, :-1]], dim=1)
         episode = self.episode[starts]
         mem_rows = self.memory_rows[rows[:, -1]]
         mem_valid = mem_rows >= 0
         safe = mem_rows.clamp(min=0)
         return {
-            "video": video, "prev": prev, "audio": self.audio[rows], "inputs": self.inputs[rows],
-            "text": self.text[rows], "frame": self.local[rows],
-            "theme": self.theme[episode], "image": self.image[episode],
+            "video": video,
+            "prev": prev,
+            "audio": self.audio[rows],
+            "inputs": self.inputs[rows],
+            "text": self.text[rows],
+            "frame": self.local[rows],
+            "theme": self.theme[episode],
+            "image": self.image[episode],
             "has_image": self.has_image[episode],
             "mem_text": self.text[safe] * mem_valid[..., None],
-            "mem_arrival": torch.where(mem_valid, self.local[safe], 0), "mem_valid": mem_valid,
+            "mem_arrival": torch.where(mem_valid, self.local[safe], 0),
+            "mem_valid": mem_valid,
         }

@@ -64,11 +64,19 @@ def resume(path: Path, **parts: Any) -> tuple[int, float]:
     return ckpt["step"], ckpt["spent"]
 
 
-def save_state(path: Path, step: int, spent: float, extra: dict | None = None,
-               **parts: Any) -> None:
+def save_state(
+    path: Path, step: int, spent: float, extra: dict | None = None, **parts: Any
+) -> None:
     """The counterpart of `resume`: named state dicts plus step and time spent, atomically."""
-    atomic_save({**{name: part.state_dict() for name, part in parts.items()}, "step": step,
-                 "spent": spent, **(extra or {})}, path)
+    atomic_save(
+        {
+            **{name: part.state_dict() for name, part in parts.items()},
+            "step": step,
+            "spent": spent,
+            **(extra or {}),
+        },
+        path,
+    )
 
 
 class Throughput:
@@ -86,12 +94,14 @@ class Throughput:
 
     def report(self) -> dict[str, float]:
         seconds = max(time.monotonic() - self.start, 1e-9)
-        figures = {"steps": self.steps, "seconds": round(seconds, 1),
-                   "steps_per_s": round(self.steps / seconds, 3),
-                   "frames_per_s": round(self.steps * self.frames_per_step / seconds, 1)}
+        figures = {
+            "steps": self.steps,
+            "seconds": round(seconds, 1),
+            "steps_per_s": round(self.steps / seconds, 3),
+            "frames_per_s": round(self.steps * self.frames_per_step / seconds, 1),
+        }
         if self.device.type == "cuda":
-            figures["peak_gpu_gib"] = round(torch.cuda.max_memory_allocated(self.device) / 2**30,
-                                            2)
+            figures["peak_gpu_gib"] = round(torch.cuda.max_memory_allocated(self.device) / 2**30, 2)
         print(json.dumps({"throughput": figures}), flush=True)
         return figures
 
@@ -102,8 +112,9 @@ def cosine_lr(base: float, frac: float, step: int = 0, warmup: int = 0) -> float
     return base * ramp * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
-def optimizer_step(opt: torch.optim.Optimizer, loss: torch.Tensor,
-                   clip: Iterable[torch.nn.Parameter] | None = None) -> None:
+def optimizer_step(
+    opt: torch.optim.Optimizer, loss: torch.Tensor, clip: Iterable[torch.nn.Parameter] | None = None
+) -> None:
     """One update from `loss`; with `clip`, those parameters' gradient norm is capped at 1."""
     opt.zero_grad(set_to_none=True)
     loss.backward()

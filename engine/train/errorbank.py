@@ -51,23 +51,26 @@ class ErrorBank:
     @classmethod
     def load(cls, path: str | Path) -> ErrorBank:
         """One bank file, or several joined by commas (collected by parallel workers)."""
-        parts = [torch.load(p, map_location="cpu", weights_only=True)
-                 for p in str(path).split(",")]
+        parts = [torch.load(p, map_location="cpu", weights_only=True) for p in str(path).split(",")]
         return cls(**{f.name: torch.cat([p[f.name] for p in parts]) for f in fields(cls)})
 
     def select(self, keep: torch.Tensor) -> ErrorBank:
         return ErrorBank(**{f.name: getattr(self, f.name)[keep] for f in fields(self)})
 
     def summary(self) -> dict:
-        return {"histories": len(self), "horizons": sorted(set(self.horizon.tolist())),
-                "latent_mse_median": float(self.latent_mse.median()),
-                "brightness_median": float(self.brightness.median()),
-                "sharpness_median": float(self.sharpness.median()),
-                "seams_median": float(self.seams.median())}
+        return {
+            "histories": len(self),
+            "horizons": sorted(set(self.horizon.tolist())),
+            "latent_mse_median": float(self.latent_mse.median()),
+            "brightness_median": float(self.brightness.median()),
+            "sharpness_median": float(self.sharpness.median()),
+            "seams_median": float(self.seams.median()),
+        }
 
 
-def stratified(errors: torch.Tensor, count: int, buckets: int = 4,
-               generator: torch.Generator | None = None) -> torch.Tensor:
+def stratified(
+    errors: torch.Tensor, count: int, buckets: int = 4, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """Indices of `count` items, an equal share from each error quantile (representative, not
     dominated by the commonest kind of failure)."""
     order = torch.argsort(errors)
@@ -80,9 +83,16 @@ def stratified(errors: torch.Tensor, count: int, buckets: int = 4,
 
 
 @torch.inference_mode()
-def collect(model: WorldModel, video_ae: VideoAE, bank: LatentBank, frames: np.ndarray,
-            rollouts: int, horizons: tuple[int, ...] = (5, 16, 48, 96, 160), keep: int = 0,
-            seed: int = 0) -> ErrorBank:
+def collect(
+    model: WorldModel,
+    video_ae: VideoAE,
+    bank: LatentBank,
+    frames: np.ndarray,
+    rollouts: int,
+    horizons: tuple[int, ...] = (5, 16, 48, 96, 160),
+    keep: int = 0,
+    seed: int = 0,
+) -> ErrorBank:
     """Roll the model out `rollouts` times and store a history at each horizon.
 
     `frames` (N, H, W, 3) uint8 are the true pictures of the LatentBank's rows (for the
@@ -111,8 +121,13 @@ def collect(model: WorldModel, video_ae: VideoAE, bank: LatentBank, frames: np.n
             typed = text(row)
             if typed is not None:
                 roll.add_text(typed)
-            roll.observe(bank.video[row].float(), bank.audio[row], bank.inputs[row],
-                         int(bank.local[row]), typed)
+            roll.observe(
+                bank.video[row].float(),
+                bank.audio[row],
+                bank.inputs[row],
+                int(bank.local[row]),
+                typed,
+            )
         gv, ga = [], []
         for h in range(longest):
             row = r + h
@@ -128,22 +143,28 @@ def collect(model: WorldModel, video_ae: VideoAE, bank: LatentBank, frames: np.n
                 parts["audio"].append(hist_a)
                 parts["row"].append(row + 1)
                 parts["horizon"].append(h + 1)
-                parts["latent_mse"].append(float(((hist_v - bank.video[rows].float()) ** 2)
-                                                 .mean()))
-                parts["brightness"].append(float(abs(luminance(pics).mean()
-                                                     - luminance(truth).mean())))
+                parts["latent_mse"].append(float(((hist_v - bank.video[rows].float()) ** 2).mean()))
+                parts["brightness"].append(
+                    float(abs(luminance(pics).mean() - luminance(truth).mean()))
+                )
                 parts["sharpness"].append(sharpness_ratio(pics[-1:], truth[-1:]))
                 parts["seams"].append(seam_ratio(pics[-1:]))
-    out = ErrorBank(torch.stack(parts["video"]), torch.stack(parts["audio"]),
-                    *(torch.tensor(parts[k]) for k in ("row", "horizon", "latent_mse",
-                                                       "brightness", "sharpness", "seams")))
+    out = ErrorBank(
+        torch.stack(parts["video"]),
+        torch.stack(parts["audio"]),
+        *(
+            torch.tensor(parts[k])
+            for k in ("row", "horizon", "latent_mse", "brightness", "sharpness", "seams")
+        ),
+    )
     if keep and keep < len(out):
         out = out.select(stratified(out.latent_mse, keep, generator=gen))
     return out
 
 
-def replay_batch(errors: ErrorBank, bank: LatentBank, n: int, window: int,
-                 generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def replay_batch(
+    errors: ErrorBank, bank: LatentBank, n: int, window: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """n bank entries as training windows: starts (rows of the history's first frame, on the
     LatentBank's device) and the histories themselves (on the CPU); the windows run
     `window - K` true frames past the history."""

@@ -97,12 +97,13 @@ def latent_bank(cfg, device: torch.device) -> tuple[LatentBank, np.ndarray]:
     """The data set's latents under the warm start's tokenizers, and the true frames by row.
     Cached next to the run folder, one file per data set and tokenizer pair, so runs that
     share both share the encoding and a new tokenizer never reads another's latents."""
-    cache = Path(cfg.out).parent / (f"{Path(cfg.data).name}_latents_"
-                                    f"{tokenizer_fingerprint(cfg.weights)[:10]}.pt")
-    episodes, table = encode_dataset(cfg.data, cfg.weights, cache, device=device,
-                                     text_table=cfg.text_table)
-    model_cfg = load_checkpoint(Path(cfg.weights) / "world.pt", WorldModel,
-                                WorldModelConfig).config
+    cache = Path(cfg.out).parent / (
+        f"{Path(cfg.data).name}_latents_{tokenizer_fingerprint(cfg.weights)[:10]}.pt"
+    )
+    episodes, table = encode_dataset(
+        cfg.data, cfg.weights, cache, device=device, text_table=cfg.text_table
+    )
+    model_cfg = load_checkpoint(Path(cfg.weights) / "world.pt", WorldModel, WorldModelConfig).config
     bank = LatentBank.build(episodes, table, device, model_cfg.image_dim)
     return bank, frames_of_bank(cfg.data, len(episodes))
 
@@ -132,8 +133,9 @@ def trained_parameters(model: WorldModel, audio_only: bool) -> list[torch.nn.Par
     return [p for part in parts for p in part.parameters()]
 
 
-def write_weights(cfg, out: Path, world: WorldModel | None = None,
-                  video_ae: VideoAE | None = None, step: int = 0) -> Path:
+def write_weights(
+    cfg, out: Path, world: WorldModel | None = None, video_ae: VideoAE | None = None, step: int = 0
+) -> Path:
     """A complete weights folder: the tuned parts as fp16 (copies: training goes on), the rest
     copied from the warm start."""
     dest = out / "weights"
@@ -143,11 +145,19 @@ def write_weights(cfg, out: Path, world: WorldModel | None = None,
             shutil.copy(Path(cfg.weights) / name, dest / name)
     train = {"warm_start": cfg.weights, **dataclasses.asdict(cfg)}
     if world is not None:
-        save_checkpoint(dest / "world.pt", copy.deepcopy(world).float().cpu().eval(),
-                        {"step": step, "train": train}, half=True)
+        save_checkpoint(
+            dest / "world.pt",
+            copy.deepcopy(world).float().cpu().eval(),
+            {"step": step, "train": train},
+            half=True,
+        )
     if video_ae is not None:
-        save_checkpoint(dest / "video_ae.pt", copy.deepcopy(video_ae).float().cpu().eval(),
-                        {"step": step, "train": train}, half=True)
+        save_checkpoint(
+            dest / "video_ae.pt",
+            copy.deepcopy(video_ae).float().cpu().eval(),
+            {"step": step, "train": train},
+            half=True,
+        )
     return dest
 
 
@@ -184,16 +194,24 @@ def train_finetune(cfg: FinetuneConfig) -> Path:
         if errors is not None:
             n_bad = int(round(cfg.bank_share * cfg.batch))
             bad_starts, bad_v, bad_a = replay_batch(errors, bank, n_bad, cfg.window, gen)
-            starts = torch.cat([starts[:cfg.batch - n_bad], bad_starts.to(starts.device)])
+            starts = torch.cat([starts[: cfg.batch - n_bad], bad_starts.to(starts.device)])
             rows = torch.arange(cfg.batch, device=device) >= cfg.batch - n_bad
             pad_v = torch.zeros(cfg.batch - n_bad, *bad_v.shape[1:])
             pad_a = torch.zeros(cfg.batch - n_bad, *bad_a.shape[1:])
-            bad = (torch.cat([pad_v, bad_v]).to(device), torch.cat([pad_a, bad_a]).to(device),
-                   rows)
+            bad = (torch.cat([pad_v, bad_v]).to(device), torch.cat([pad_a, bad_a]).to(device), rows)
         w = bank.windows(starts, cfg.window)
         with autocast:
-            loss, vl, al = flow_loss(model, w, cfg.audio_weight, cfg.own_share, cfg.own_rounds,
-                                     cfg.own_steps, cfg.ctx_noise, cfg.full_context_only, bad)
+            loss, vl, al = flow_loss(
+                model,
+                w,
+                cfg.audio_weight,
+                cfg.own_share,
+                cfg.own_rounds,
+                cfg.own_steps,
+                cfg.ctx_noise,
+                cfg.full_context_only,
+                bad,
+            )
         optimizer_step(opt, loss, clip=params)
         step += 1
         speed.tick()
@@ -201,8 +219,14 @@ def train_finetune(cfg: FinetuneConfig) -> Path:
         log.add(step, loss=loss.item(), video=vl.item(), audio=al.item())
         bar.set_postfix(video=f"{vl.item():.3f}", audio=f"{al.item():.3f}", refresh=False)
         if step % cfg.checkpoint_every == 0 or progress(cfg, step, budget) >= 1:
-            save_state(state, step, budget.spent if budget else 0.0,
-                       {"train": dataclasses.asdict(cfg)}, model=model, opt=opt)
+            save_state(
+                state,
+                step,
+                budget.spent if budget else 0.0,
+                {"train": dataclasses.asdict(cfg)},
+                model=model,
+                opt=opt,
+            )
             line_plot(out / "loss.png", log.series("video", "audio"), "fine-tune flow loss")
             write_weights(cfg, out, world=model, step=step)
     bar.close()
@@ -210,8 +234,7 @@ def train_finetune(cfg: FinetuneConfig) -> Path:
     return write_weights(cfg, out, world=model, step=step)
 
 
-def decoder_pairs(model: WorldModel, w: dict[str, torch.Tensor], rounds: int
-                  ) -> torch.Tensor:
+def decoder_pairs(model: WorldModel, w: dict[str, torch.Tensor], rounds: int) -> torch.Tensor:
     """The generator's latents for every frame of the windows: the truth (rounds 0), or its
     prediction from the true context (1) or from its own predictions, compounded (2, 3)."""
     if rounds == 0:
@@ -254,17 +277,25 @@ def train_decoder(cfg: DecoderTuneConfig) -> Path:
         adv = -disc(pic).mean()
         loss = l1 + cfg.adv_weight * adv
         optimizer_step(opt, loss)
-        d_loss = (torch.relu(1 - disc(truth)).mean()
-                  + torch.relu(1 + disc(pic.detach())).mean())  # hinge critic
+        d_loss = (
+            torch.relu(1 - disc(truth)).mean() + torch.relu(1 + disc(pic.detach())).mean()
+        )  # hinge critic
         optimizer_step(dopt, d_loss)
         step += 1
         bar.update()
         log.add(step, l1=l1.item(), adv=adv.item(), critic=d_loss.item(), rounds=rounds)
         bar.set_postfix(l1=f"{l1.item():.4f}", critic=f"{d_loss.item():.3f}", refresh=False)
         if step % cfg.checkpoint_every == 0 or progress(cfg, step, budget) >= 1:
-            save_state(state, step, budget.spent if budget else 0.0,
-                       {"train": dataclasses.asdict(cfg)},
-                       decoder=ae.decoder, disc=disc, opt=opt, dopt=dopt)
+            save_state(
+                state,
+                step,
+                budget.spent if budget else 0.0,
+                {"train": dataclasses.asdict(cfg)},
+                decoder=ae.decoder,
+                disc=disc,
+                opt=opt,
+                dopt=dopt,
+            )
             line_plot(out / "loss.png", log.series("l1", "critic"), "decoder fine-tune")
             write_weights(cfg, out, video_ae=ae, step=step)
     bar.close()

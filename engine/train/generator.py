@@ -36,25 +36,44 @@ def make_memory(model: WorldModel, w: dict[str, torch.Tensor]) -> Memory:
     memory = model.embed_memory(w["theme"], w["mem_text"], w["image"])
     zeros = torch.zeros(b, 2, dtype=torch.long, device=memory.device)
     arrival = torch.cat([zeros, w["mem_arrival"]], dim=1)
-    valid = torch.cat([torch.ones(b, 1, dtype=torch.bool, device=memory.device),
-                       w["has_image"][:, None], w["mem_valid"]], dim=1)
+    valid = torch.cat(
+        [
+            torch.ones(b, 1, dtype=torch.bool, device=memory.device),
+            w["has_image"][:, None],
+            w["mem_valid"],
+        ],
+        dim=1,
+    )
     return Memory(memory, arrival, valid)
 
 
-def paired_blocks(w: dict[str, torch.Tensor], context: torch.Tensor, target: torch.Tensor,
-                  prev: torch.Tensor, context_audio: torch.Tensor, target_audio: torch.Tensor,
-                  context_level: torch.Tensor, target_level: torch.Tensor) -> Blocks:
+def paired_blocks(
+    w: dict[str, torch.Tensor],
+    context: torch.Tensor,
+    target: torch.Tensor,
+    prev: torch.Tensor,
+    context_audio: torch.Tensor,
+    target_audio: torch.Tensor,
+    context_level: torch.Tensor,
+    target_level: torch.Tensor,
+) -> Blocks:
     """A window as T clean context blocks followed by T noisy target blocks (teacher forcing
     with every frame a target, one pass)."""
     b, t = w["frame"].shape
     dev = w["video"].device
     return Blocks(
-        video=_pair(context, target), prev=_pair(prev, prev),
-        audio=_pair(context_audio, target_audio), inputs=_pair(w["inputs"], w["inputs"]),
-        text=_pair(w["text"], w["text"]), level=_pair(context_level, target_level),
+        video=_pair(context, target),
+        prev=_pair(prev, prev),
+        audio=_pair(context_audio, target_audio),
+        inputs=_pair(w["inputs"], w["inputs"]),
+        text=_pair(w["text"], w["text"]),
+        level=_pair(context_level, target_level),
         frame=_pair(w["frame"], w["frame"]),
-        noisy=_pair(torch.zeros(b, t, dtype=torch.bool, device=dev),
-                    torch.ones(b, t, dtype=torch.bool, device=dev)))
+        noisy=_pair(
+            torch.zeros(b, t, dtype=torch.bool, device=dev),
+            torch.ones(b, t, dtype=torch.bool, device=dev),
+        ),
+    )
 
 
 def _pair(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
@@ -62,8 +81,9 @@ def _pair(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def own_context(model: WorldModel, w: dict[str, torch.Tensor], memory: Memory, rounds: int,
-                steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+def own_context(
+    model: WorldModel, w: dict[str, torch.Tensor], memory: Memory, rounds: int, steps: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The model's own teacher-forced predictions of every frame in the window, `rounds` times
     over: round r conditions on round r - 1's predictions, so errors compound as in a rollout.
 
@@ -81,8 +101,7 @@ def own_context(model: WorldModel, w: dict[str, torch.Tensor], memory: Memory, r
         x, a = torch.randn_like(ctx_v), torch.randn_like(ctx_a)
         for s in sampler.levels():
             level = torch.full((b, t), s, device=dev)
-            v_pred, a_pred = model(paired_blocks(w, ctx_v, x, prev, ctx_a, a, ones, level),
-                                   memory)
+            v_pred, a_pred = model(paired_blocks(w, ctx_v, x, prev, ctx_a, a, ones, level), memory)
             x = sampler.step(x, v_pred[:, t:].float())
             a = sampler.step(a, a_pred[:, t:].float())
         ctx_v, ctx_a = x, a
@@ -98,11 +117,17 @@ def full_context_mask(frame: torch.Tensor, context: int) -> torch.Tensor:
     return pos.clamp(max=context) == frame.clamp(max=context)
 
 
-def flow_loss(model: WorldModel, w: dict[str, torch.Tensor], audio_weight: float,
-              own_share: float = 0.0, own_rounds: int = 2, own_steps: int = 2,
-              ctx_noise: float = 0.1, full_context_only: bool = False,
-              bad_context: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def flow_loss(
+    model: WorldModel,
+    w: dict[str, torch.Tensor],
+    audio_weight: float,
+    own_share: float = 0.0,
+    own_rounds: int = 2,
+    own_steps: int = 2,
+    ctx_noise: float = 0.1,
+    full_context_only: bool = False,
+    bad_context: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Flow-matching loss over every frame of a batch of windows (teacher forcing).
 
     Context frames are, per window, either the truth, the truth noised to a level in
@@ -147,8 +172,9 @@ def flow_loss(model: WorldModel, w: dict[str, torch.Tensor], audio_weight: float
     sv = s[..., None, None, None]
     noisy = sv * w["video"] + (1 - sv) * eps_v
     noisy_audio = s[..., None] * w["audio"] + (1 - s[..., None]) * eps_a
-    v_pred, a_pred = model(paired_blocks(w, clean, noisy, prev, clean_audio, noisy_audio,
-                                         ctx_level, s), memory)
+    v_pred, a_pred = model(
+        paired_blocks(w, clean, noisy, prev, clean_audio, noisy_audio, ctx_level, s), memory
+    )
     norm = weight.sum().clamp(min=1)
     video_err = ((v_pred[:, t:].float() - (w["video"] - eps_v)) ** 2).mean(dim=(2, 3, 4))
     audio_err = ((a_pred[:, t:].float() - (w["audio"] - eps_a)) ** 2).mean(dim=2)
@@ -161,14 +187,19 @@ def train_generator(cfg: GeneratorTrainConfig) -> Path:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     device = pick_device(cfg.device)
-    episodes, text_table = encode_dataset(cfg.data, cfg.tokenizers, out / "latents.pt",
-                                          device=device, text_table=cfg.text_table)
+    episodes, text_table = encode_dataset(
+        cfg.data, cfg.tokenizers, out / "latents.pt", device=device, text_table=cfg.text_table
+    )
     video_ae, audio_ae = load_tokenizers(cfg.tokenizers)
     a_cfg = audio_ae.config
-    model_cfg = WorldModelConfig(width=cfg.width, depth=cfg.depth, heads=cfg.heads,
-                                 context=cfg.context,
-                                 latent_channels=video_ae.config.latent_channels,
-                                 audio_dim=a_cfg.latent_dim)
+    model_cfg = WorldModelConfig(
+        width=cfg.width,
+        depth=cfg.depth,
+        heads=cfg.heads,
+        context=cfg.context,
+        latent_channels=video_ae.config.latent_channels,
+        audio_dim=a_cfg.latent_dim,
+    )
     model = WorldModel(model_cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
     ckpt_path = out / "world.pt"
@@ -187,12 +218,12 @@ def train_generator(cfg: GeneratorTrainConfig) -> Path:
         lr = cosine_lr(cfg.lr, frac, step, warmup=100)
         for g in opt.param_groups:
             g["lr"] = lr
-        w = bank.windows(bank.sample(cfg.batch, cfg.window, gen, cfg.first_frame_share),
-                         cfg.window)
+        w = bank.windows(bank.sample(cfg.batch, cfg.window, gen, cfg.first_frame_share), cfg.window)
         with autocast:
             own_share = cfg.own_share if frac >= cfg.own_start else 0.0
-            loss, vl, al = flow_loss(model, w, cfg.audio_weight, own_share, cfg.own_rounds,
-                                     cfg.own_steps)
+            loss, vl, al = flow_loss(
+                model, w, cfg.audio_weight, own_share, cfg.own_rounds, cfg.own_steps
+            )
         optimizer_step(opt, loss, clip=model.parameters())
         step += 1
         bar.update()
@@ -201,21 +232,34 @@ def train_generator(cfg: GeneratorTrainConfig) -> Path:
             bar.set_postfix(video=f"{vl.item():.3f}", audio=f"{al.item():.3f}", refresh=False)
         if budget.spent - last_save > cfg.checkpoint_every_s or budget.done():
             last_save = budget.spent
-            save_checkpoint(ckpt_path, model, {"opt": opt.state_dict(), "step": step,
-                                               "spent": budget.spent,
-                                               "train": dataclasses.asdict(cfg)})
+            save_checkpoint(
+                ckpt_path,
+                model,
+                {
+                    "opt": opt.state_dict(),
+                    "step": step,
+                    "spent": budget.spent,
+                    "train": dataclasses.asdict(cfg),
+                },
+            )
             line_plot(out / "loss.png", log.series("video", "audio"), "generator flow loss")
         if budget.spent - last_sample > cfg.sample_every_s or budget.done():
             last_sample = budget.spent
-            sample_rollout(out / f"rollout_{step:06d}.png", model, video_ae, sample_ep,
-                           text_table)
+            sample_rollout(out / f"rollout_{step:06d}.png", model, video_ae, sample_ep, text_table)
     bar.close()
     return ckpt_path
 
 
 @torch.inference_mode()
-def sample_rollout(path: Path, model: WorldModel, video_ae, ep: LatentEpisode,
-                   text_table: dict[str, np.ndarray], start: int = 40, horizon: int = 16) -> None:
+def sample_rollout(
+    path: Path,
+    model: WorldModel,
+    video_ae,
+    ep: LatentEpisode,
+    text_table: dict[str, np.ndarray],
+    start: int = 40,
+    horizon: int = 16,
+) -> None:
     """Open-loop rollout from `context` true frames with the true inputs: truth row vs model."""
     from engine.runtime.rollout import LatentRollout
 
@@ -227,7 +271,7 @@ def sample_rollout(path: Path, model: WorldModel, video_ae, ep: LatentEpisode,
     for f in range(start, start + horizon):
         z, _ = roll.generate(ep.inputs[f], f, _text(ep, f, text_table))
         frames.append(z)
-    truth = video_ae.decode(ep.video[start:start + horizon].float())
+    truth = video_ae.decode(ep.video[start : start + horizon].float())
     gen = video_ae.decode(torch.stack(frames))
     image_grid(path, [tensor_to_frames(truth[::2]), tensor_to_frames(gen[::2])])
 

@@ -38,8 +38,10 @@ class LatentEpisode:
     def to_plain(self) -> dict[str, Any]:
         """Tensors, lists and numbers only, so `torch.load(weights_only=True)` reads it back
         (the structured label array travels as its raw bytes)."""
-        return {**dataclasses.asdict(self),
-                "labels": torch.from_numpy(np.ascontiguousarray(self.labels).view(np.uint8))}
+        return {
+            **dataclasses.asdict(self),
+            "labels": torch.from_numpy(np.ascontiguousarray(self.labels).view(np.uint8)),
+        }
 
     @classmethod
     def from_plain(cls, values: dict[str, Any]) -> LatentEpisode:
@@ -56,8 +58,9 @@ def tokenizer_fingerprint(folder: str | Path) -> str:
     return digest.hexdigest()
 
 
-def read_latent_cache(cache: Path, fingerprint: str
-                      ) -> tuple[list[LatentEpisode], dict[str, np.ndarray]] | None:
+def read_latent_cache(
+    cache: Path, fingerprint: str
+) -> tuple[list[LatentEpisode], dict[str, np.ndarray]] | None:
     """The cached latents if `cache` holds them for these tokenizers, else None."""
     try:
         saved = torch.load(cache, map_location="cpu", weights_only=True)
@@ -65,8 +68,10 @@ def read_latent_cache(cache: Path, fingerprint: str
         return None  # absent, or an older format
     if not isinstance(saved, dict) or saved.get("tokenizers") != fingerprint:
         return None
-    return ([LatentEpisode.from_plain(e) for e in saved["episodes"]],
-            {t: v.numpy() for t, v in saved["text"].items()})
+    return (
+        [LatentEpisode.from_plain(e) for e in saved["episodes"]],
+        {t: v.numpy() for t, v in saved["text"].items()},
+    )
 
 
 def load_tokenizers(folder: str | Path) -> tuple[VideoAE, AudioAE]:
@@ -81,8 +86,9 @@ def load_audio_tokenizer(folder: str | Path) -> AudioAE:
     """The audio tokenizer of a tokenizer run (`audio_ae_final.pt`) or a weights folder."""
     folder = Path(folder)
     final = folder / "audio_ae_final.pt"
-    return load_checkpoint(final if final.exists() else folder / "audio_ae.pt", AudioAE,
-                           AudioAEConfig)
+    return load_checkpoint(
+        final if final.exists() else folder / "audio_ae.pt", AudioAE, AudioAEConfig
+    )
 
 
 def training_text_table() -> dict[str, np.ndarray]:
@@ -118,9 +124,13 @@ class TableText(TextEncoder):
 
 
 @torch.inference_mode()
-def encode_dataset(data: str | Path, tokenizers: str | Path, cache: Path,
-                   device: torch.device | str = "cpu", text_table: str | Path | None = None
-                   ) -> tuple[list[LatentEpisode], dict[str, np.ndarray]]:
+def encode_dataset(
+    data: str | Path,
+    tokenizers: str | Path,
+    cache: Path,
+    device: torch.device | str = "cpu",
+    text_table: str | Path | None = None,
+) -> tuple[list[LatentEpisode], dict[str, np.ndarray]]:
     """Latents of every episode (cached in `cache`), encoded on `device`, kept on the CPU.
 
     Sentences are embedded with the text encoder, or looked up in a `save_text_table` file.
@@ -136,26 +146,46 @@ def encode_dataset(data: str | Path, tokenizers: str | Path, cache: Path,
     texts: set[str] = set()
     for e in tqdm(range(reader.episodes), desc="encode latents", mininterval=5):
         ep = reader.episode(e)
-        z = torch.cat([video_ae.encode(frames_to_tensor(ep.frames[i:i + 256]).to(device)).cpu()
-                       for i in range(0, len(ep.frames), 256)])
+        z = torch.cat(
+            [
+                video_ae.encode(frames_to_tensor(ep.frames[i : i + 256]).to(device)).cpu()
+                for i in range(0, len(ep.frames), 256)
+            ]
+        )
         a = audio_ae.encode(int16_to_float(ep.audio).to(device)).cpu()
         rows = [i for i, t in enumerate(ep.prompts) if t]
         texts.update(ep.prompts[i] for i in rows)
-        image = (image_token(video_ae, ep.reference).cpu() if ep.has_reference else None)
-        episodes.append(LatentEpisode(
-            video=z.half(), audio=a, inputs=torch.from_numpy(input_features_from_labels(ep.labels)),
-            prompt_rows=rows, prompt_texts=[ep.prompts[i] for i in rows],
-            theme=THEME_NAMES.index(ep.theme), image=image, labels=ep.labels))
+        image = image_token(video_ae, ep.reference).cpu() if ep.has_reference else None
+        episodes.append(
+            LatentEpisode(
+                video=z.half(),
+                audio=a,
+                inputs=torch.from_numpy(input_features_from_labels(ep.labels)),
+                prompt_rows=rows,
+                prompt_texts=[ep.prompts[i] for i in rows],
+                theme=THEME_NAMES.index(ep.theme),
+                image=image,
+                labels=ep.labels,
+            )
+        )
     ordered = sorted(texts)
     if text_table is not None:
         known = load_text_table(text_table)
         missing = [t for t in ordered if t not in known]
         if missing:
-            raise KeyError(f"{len(missing)} sentences are not in {text_table}, e.g. {missing[0]!r}"
-                           "; rebuild it with python -m engine.train text-table")
+            raise KeyError(
+                f"{len(missing)} sentences are not in {text_table}, e.g. {missing[0]!r}"
+                "; rebuild it with python -m engine.train text-table"
+            )
         table = {t: known[t] for t in ordered}
     else:
         table = dict(zip(ordered, TextEncoder().encode(ordered), strict=True))
-    atomic_save({"tokenizers": fingerprint, "episodes": [e.to_plain() for e in episodes],
-                 "text": {t: torch.from_numpy(np.asarray(v)) for t, v in table.items()}}, cache)
+    atomic_save(
+        {
+            "tokenizers": fingerprint,
+            "episodes": [e.to_plain() for e in episodes],
+            "text": {t: torch.from_numpy(np.asarray(v)) for t, v in table.items()},
+        },
+        cache,
+    )
     return episodes, table

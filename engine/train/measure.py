@@ -63,15 +63,26 @@ class Episode:
 
     def features(self, t: int) -> np.ndarray:
         r = self.labels[t]
-        return input_features(r["keys"], r["yaw_delta"], r["pitch_delta"], r["audio_loudness"],
-                              r["audio_onset"], r["image_event"])
+        return input_features(
+            r["keys"],
+            r["yaw_delta"],
+            r["pitch_delta"],
+            r["audio_loudness"],
+            r["audio_onset"],
+            r["image_event"],
+        )
 
 
 def simulate(spec: WorldSpec, inputs: list[FrameInputs]) -> Episode:
     world = SimWorld(spec)
     steps = [world.step(inp) for inp in inputs]
-    return Episode(spec, inputs, np.stack([s.rgb for s in steps]),
-                   np.stack([s.audio for s in steps]), np.stack([s.labels for s in steps]))
+    return Episode(
+        spec,
+        inputs,
+        np.stack([s.rgb for s in steps]),
+        np.stack([s.audio for s in steps]),
+        np.stack([s.labels for s in steps]),
+    )
 
 
 def agent_episode(seed: int, frames: int) -> Episode:
@@ -87,8 +98,13 @@ def agent_episode(seed: int, frames: int) -> Episode:
         inputs.append(inp)
         steps.append(step)
         last = step.labels
-    return Episode(spec, inputs, np.stack([s.rgb for s in steps]),
-                   np.stack([s.audio for s in steps]), np.stack([s.labels for s in steps]))
+    return Episode(
+        spec,
+        inputs,
+        np.stack([s.rgb for s in steps]),
+        np.stack([s.audio for s in steps]),
+        np.stack([s.labels for s in steps]),
+    )
 
 
 def walking_inputs(frames: int, seed: int) -> list[FrameInputs]:
@@ -104,14 +120,14 @@ def walking_inputs(frames: int, seed: int) -> list[FrameInputs]:
 
 def scripted_inputs(frames: int) -> list[FrameInputs]:
     """The contact-sheet session: walk 3 s, turn 1 s, stand 1 s, repeated."""
-    cycle = ([FrameInputs.hold("W")] * 60 + [FrameInputs.hold("LEFT")] * 20
-             + [FrameInputs()] * 20)
+    cycle = [FrameInputs.hold("W")] * 60 + [FrameInputs.hold("LEFT")] * 20 + [FrameInputs()] * 20
     return [cycle[t % len(cycle)] for t in range(frames)]
 
 
 @torch.inference_mode()
-def rollout(world: World, ep: Episode, start: int, horizon: int, seed: int = 0
-            ) -> tuple[np.ndarray, float]:
+def rollout(
+    world: World, ep: Episode, start: int, horizon: int, seed: int = 0
+) -> tuple[np.ndarray, float]:
     """Prime with the true frames [start - context, start), generate [start, start + horizon)
     from the model's own output under the episode's inputs. Returns (frames, ms per frame)."""
     ctx = world.model.config.context
@@ -119,8 +135,11 @@ def rollout(world: World, ep: Episode, start: int, horizon: int, seed: int = 0
     if ep.spec.reference_image is not None:
         image = image_token(world.video_ae, load_reference_image(ep.spec.reference_image))
     roll = world.new_rollout(THEME_NAMES.index(ep.spec.theme), image, seed=seed)
-    texts = {t: world.text.encode([inp.prompts[0]])[0]
-             for t, inp in enumerate(ep.inputs[:start + horizon]) if inp.prompts}
+    texts = {
+        t: world.text.encode([inp.prompts[0]])[0]
+        for t, inp in enumerate(ep.inputs[: start + horizon])
+        if inp.prompts
+    }
     lo = max(0, start - ctx)
     for t in sorted(texts):
         if t < lo:
@@ -135,8 +154,9 @@ def rollout(world: World, ep: Episode, start: int, horizon: int, seed: int = 0
     t0 = time.perf_counter()
     for t in range(start, start + horizon):
         zt, _ = roll.generate(ep.features(t), t, texts.get(t))
-        pictures.append(roll.last_frame if roll.last_frame is not None
-                        else world.video_ae.decode(zt[None]))
+        pictures.append(
+            roll.last_frame if roll.last_frame is not None else world.video_ae.decode(zt[None])
+        )
     ms = (time.perf_counter() - t0) * 1000 / horizon
     return tensor_to_frames(torch.cat(pictures)), ms
 
@@ -166,8 +186,7 @@ def fidelity(world: World, episodes: int = 10) -> dict:
     return out
 
 
-def long_play(world: World, runs: int = 2, frames: int = 2000, sheet: Path | None = None
-              ) -> dict:
+def long_play(world: World, runs: int = 2, frames: int = 2000, sheet: Path | None = None) -> dict:
     """Walking rollouts of `frames` frames: brightness drift, sharpness and seams over time."""
     ctx = world.model.config.context
     drift, ms, rows = [], [], []
@@ -183,13 +202,15 @@ def long_play(world: World, runs: int = 2, frames: int = 2000, sheet: Path | Non
         picks = []
         for s in LONG_MARKS_S:
             lo = min(s * 20, frames - 20)
-            marks[s]["gen"].append(gen[lo:lo + 20])
-            marks[s]["sim"].append(truth[lo:lo + 20])
+            marks[s]["gen"].append(gen[lo : lo + 20])
+            marks[s]["sim"].append(truth[lo : lo + 20])
             picks.append(lo)
         rows += [truth[picks], gen[picks]]
-    out: dict = {"brightness_drift": float(np.mean(drift)),
-                 "brightness_drift_runs": [round(d, 4) for d in drift],
-                 "gen_ms_per_frame": float(np.mean(ms))}
+    out: dict = {
+        "brightness_drift": float(np.mean(drift)),
+        "brightness_drift_runs": [round(d, 4) for d in drift],
+        "gen_ms_per_frame": float(np.mean(ms)),
+    }
     for s in LONG_MARKS_S:
         g, t = np.concatenate(marks[s]["gen"]), np.concatenate(marks[s]["sim"])
         out[f"long_sharpness_{s}s"] = sharpness_ratio(g, t)
@@ -216,9 +237,15 @@ def theme_sheets(world: World, out: Path, seconds: int = 60, every_s: int = 10) 
     return paths
 
 
-def measure(weights: str | Path | None, out: str | Path, project: bool | None = None,
-            episodes: int = 10, long_runs: int = 2, long_frames: int = 2000,
-            text_table: str | Path | None = None) -> dict:
+def measure(
+    weights: str | Path | None,
+    out: str | Path,
+    project: bool | None = None,
+    episodes: int = 10,
+    long_runs: int = 2,
+    long_frames: int = 2000,
+    text_table: str | Path | None = None,
+) -> dict:
     """All of the above for one set of weights (episodes=0: the long rollouts only); writes
     measure.json and long_play.png."""
     out = Path(out)
@@ -231,10 +258,12 @@ def measure(weights: str | Path | None, out: str | Path, project: bool | None = 
     if project is not None:
         world.model.config.project_context = project
     t0 = time.time()
-    result = {"weights": str(weights or "engine/weights"),
-              "project_context": world.model.config.project_context,
-              **(fidelity(world, episodes) if episodes else {}),
-              **long_play(world, long_runs, long_frames, out / "long_play.png")}
+    result = {
+        "weights": str(weights or "engine/weights"),
+        "project_context": world.model.config.project_context,
+        **(fidelity(world, episodes) if episodes else {}),
+        **long_play(world, long_runs, long_frames, out / "long_play.png"),
+    }
     result["seconds"] = round(time.time() - t0, 1)
     result = {k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}
     (out / "measure.json").write_text(json.dumps(result, indent=1))

@@ -11,9 +11,14 @@ from PIL import Image, ImageDraw
 COLOURS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189)]
 
 
-def line_plot(path: str | Path, series: dict[str, list[tuple[float, float]]], title: str = "",
-              log_y: bool = True, size: tuple[int, int] = (640, 400), smooth: float = 0.9
-              ) -> None:
+def line_plot(
+    path: str | Path,
+    series: dict[str, list[tuple[float, float]]],
+    title: str = "",
+    log_y: bool = True,
+    size: tuple[int, int] = (640, 400),
+    smooth: float = 0.9,
+) -> None:
     """Plot named (x, y) series on one axis (log y by default, EMA-smoothed) and save a PNG."""
     series = {name: _ema(s, smooth) for name, s in series.items()}
     w, h = size
@@ -33,16 +38,21 @@ def line_plot(path: str | Path, series: dict[str, list[tuple[float, float]]], ti
     draw.text((left, 8), title, fill="black")
     for frac in (0, 0.5, 1):
         v = y0 + frac * (y1 - y0)
-        label = f"{10 ** v:.3g}" if log_y else f"{v:.3g}"
+        label = f"{10**v:.3g}" if log_y else f"{v:.3g}"
         yy = bottom - frac * (bottom - top)
         draw.text((4, yy - 6), label, fill="black")
     draw.text((left, bottom + 8), f"{x0:.0f}", fill="black")
     draw.text((right - 40, bottom + 8), f"{x1:.0f}", fill="black")
     for i, (name, s) in enumerate(series.items()):
         colour = COLOURS[i % len(COLOURS)]
-        line = [(left + (x - x0) / (x1 - x0) * (right - left),
-                 bottom - (fy(y) - y0) / (y1 - y0) * (bottom - top)) for x, y in s
-                if y > 0 or not log_y]
+        line = [
+            (
+                left + (x - x0) / (x1 - x0) * (right - left),
+                bottom - (fy(y) - y0) / (y1 - y0) * (bottom - top),
+            )
+            for x, y in s
+            if y > 0 or not log_y
+        ]
         if len(line) > 1:
             draw.line(line, fill=colour, width=2)
         draw.text((right - 150, top + 6 + 14 * i), name, fill=colour)

@@ -85,20 +85,22 @@ class DevicePool:
         return self.data[torch.randint(len(self.data), (n,), device=self.data.device)]
 
 
-def frame_batches(pool: FramePool, cfg: TokenizerTrainConfig, device: torch.device,
-                  rng: np.random.Generator) -> Iterator[torch.Tensor]:
+def frame_batches(
+    pool: FramePool, cfg: TokenizerTrainConfig, device: torch.device, rng: np.random.Generator
+) -> Iterator[torch.Tensor]:
     """Endless (B, 3, crop, crop) float batches on `device`."""
     if device.type != "cuda":
         while True:
-            yield frames_to_tensor(random_crops(pool.frame_batch(cfg.batch, rng), cfg.crop,
-                                                rng)).to(device)
+            yield frames_to_tensor(
+                random_crops(pool.frame_batch(cfg.batch, rng), cfg.crop, rng)
+            ).to(device)
     frames = DevicePool(pool.frames, device)
     size = frames.data.shape[1]
     while True:
         x = frames.batch(cfg.batch)
         if cfg.crop < size:  # one offset per batch: the net is translation-equivariant anyway
             y, z = (int(v) for v in rng.integers(0, size - cfg.crop + 1, 2))
-            x = x[:, y:y + cfg.crop, z:z + cfg.crop]
+            x = x[:, y : y + cfg.crop, z : z + cfg.crop]
         yield frames_to_tensor(x)
 
 
@@ -107,7 +109,7 @@ def random_crops(frames: np.ndarray, size: int, rng: np.random.Generator) -> np.
     out = np.empty((len(frames), size, size, 3), np.uint8)
     for i, f in enumerate(frames):
         y, x = rng.integers(0, h - size + 1), rng.integers(0, w - size + 1)
-        out[i] = f[y:y + size, x:x + size]
+        out[i] = f[y : y + size, x : x + size]
     return out
 
 
@@ -144,8 +146,10 @@ def train_video_ae(cfg: TokenizerTrainConfig) -> Path:
         optimizer_step(opt, loss)
         if adv_on:  # hinge loss for the critic
             with autocast:
-                d_loss = (torch.relu(1 - disc(x).float()).mean()
-                          + torch.relu(1 + disc(recon.detach()).float()).mean())
+                d_loss = (
+                    torch.relu(1 - disc(x).float()).mean()
+                    + torch.relu(1 + disc(recon.detach()).float()).mean()
+                )
             optimizer_step(dopt, d_loss)
         step += 1
         bar.update()
@@ -155,8 +159,16 @@ def train_video_ae(cfg: TokenizerTrainConfig) -> Path:
             bar.set_postfix(psnr=f"{psnr:.2f}", refresh=False)
         if budget.spent - last_save > cfg.checkpoint_every_s or budget.done():
             last_save = budget.spent
-            save_state(ckpt_path, step, budget.spent, {"config": VideoAEConfig().__dict__},
-                       model=model, disc=disc, opt=opt, dopt=dopt)
+            save_state(
+                ckpt_path,
+                step,
+                budget.spent,
+                {"config": VideoAEConfig().__dict__},
+                model=model,
+                disc=disc,
+                opt=opt,
+                dopt=dopt,
+            )
             line_plot(out / "video_loss.png", log.series("mse"), "video AE MSE")
     bar.close()
     # Normalisation statistics for the generator, then the final (fp16) tokenizer file.
@@ -173,13 +185,19 @@ def train_video_ae(cfg: TokenizerTrainConfig) -> Path:
     final = load_checkpoint(final_path, VideoAE, VideoAEConfig).to(device)
     with torch.inference_mode():
         frames = pool.frame_batch(256, rng)
-        recon = np.concatenate([tensor_to_frames(final(frames_to_tensor(frames[i:i + 64])
-                                                       .to(device)))
-                                for i in range(0, len(frames), 64)])
+        recon = np.concatenate(
+            [
+                tensor_to_frames(final(frames_to_tensor(frames[i : i + 64]).to(device)))
+                for i in range(0, len(frames), 64)
+            ]
+        )
     image_grid(out / "video_recon.png", [frames[:8], recon[:8]])
-    quality = {"steps": step, "psnr": round(pooled_psnr(recon, frames), 3),
-               "sharpness": round(sharpness_ratio(recon, frames), 4),
-               "adv_weight": cfg.adv_weight}
+    quality = {
+        "steps": step,
+        "psnr": round(pooled_psnr(recon, frames), 3),
+        "sharpness": round(sharpness_ratio(recon, frames), 4),
+        "adv_weight": cfg.adv_weight,
+    }
     (out / "video_quality.json").write_text(json.dumps(quality))
     return final_path
 
@@ -200,8 +218,11 @@ def train_audio_ae(cfg: TokenizerTrainConfig) -> Path:
     last_save = budget.spent
     on_device = DevicePool(pool.audio, device) if device.type == "cuda" else None
     while not budget.done():
-        rows = (on_device.batch(cfg.audio_batch) if on_device is not None
-                else pool.audio_batch(cfg.audio_batch, rng))
+        rows = (
+            on_device.batch(cfg.audio_batch)
+            if on_device is not None
+            else pool.audio_batch(cfg.audio_batch, rng)
+        )
         x = int16_to_float(rows).to(device)
         for g in opt.param_groups:
             g["lr"] = cosine_lr(cfg.lr, budget.spent / budget.seconds)

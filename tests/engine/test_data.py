@@ -86,8 +86,11 @@ def test_generation_resumes_after_an_interruption(tmp_path):
 def test_generation_refuses_to_mix_settings(tmp_path):
     generate(tmp_path, CONFIG, workers=1, progress=False)
     with pytest.raises(ManifestMismatch):
-        generate(tmp_path, GenerateConfig(episodes=4, frames=41, resolution=64,
-                                          episodes_per_shard=2, base_seed=5), progress=False)
+        generate(
+            tmp_path,
+            GenerateConfig(episodes=4, frames=41, resolution=64, episodes_per_shard=2, base_seed=5),
+            progress=False,
+        )
 
 
 def test_parallel_generation_matches_serial(tmp_path, dataset):

@@ -27,8 +27,9 @@ def test_pooled_psnr_known_value_and_pooling():
     # would be infinite).
     gen[0] = 0.0
     assert M.pooled_psnr(gen, truth) == pytest.approx(10 * np.log10(1 / 0.005))
-    assert M.pooled_psnr(np.full((1, 2, 2, 3), 255, np.uint8), np.zeros((1, 2, 2, 3),
-                                                                        np.uint8)) == 0.0
+    assert (
+        M.pooled_psnr(np.full((1, 2, 2, 3), 255, np.uint8), np.zeros((1, 2, 2, 3), np.uint8)) == 0.0
+    )
 
 
 def test_ssim_identity_and_ordering():
@@ -40,15 +41,16 @@ def test_ssim_identity_and_ordering():
     assert 1.0 > M.ssim(little, frames) > M.ssim(lots, frames)
     # constant images with a known mean shift: SSIM = (2 mx my + c1) / (mx^2 + my^2 + c1)
     a, b = np.full((1, 16, 16, 3), 0.5), np.full((1, 16, 16, 3), 0.25)
-    c1 = 0.01 ** 2
-    assert M.ssim(a, b) == pytest.approx((2 * 0.5 * 0.25 + c1) / (0.5 ** 2 + 0.25 ** 2 + c1))
+    c1 = 0.01**2
+    assert M.ssim(a, b) == pytest.approx((2 * 0.5 * 0.25 + c1) / (0.5**2 + 0.25**2 + c1))
 
 
 def test_sharpness_ratio_detects_blur():
     rng = np.random.default_rng(1)
     sharp = rng.random((3, 32, 32, 3))
-    blurred = (sharp + np.roll(sharp, 1, 1) + np.roll(sharp, 1, 2) + np.roll(sharp, (1, 1),
-                                                                             (1, 2))) / 4
+    blurred = (
+        sharp + np.roll(sharp, 1, 1) + np.roll(sharp, 1, 2) + np.roll(sharp, (1, 1), (1, 2))
+    ) / 4
     assert M.sharpness_ratio(sharp, sharp) == pytest.approx(1.0)
     assert M.sharpness_ratio(blurred, sharp) < 0.5
 
@@ -78,7 +80,7 @@ def test_av_sync_recovers_a_known_delay_and_ignores_random_bursts():
     delay = 480  # samples = 30 ms at 16 kHz
     for f in steps:
         s = f * 800 + delay
-        audio[s:s + 400] += rng.normal(0, 0.5, 400)
+        audio[s : s + 400] += rng.normal(0, 0.5, 400)
     sync = M.av_sync([(audio, steps)])
     assert sync["synced"] and sync["lag_ms"] == pytest.approx(30.0, abs=5.0)
     unrelated = np.sort(rng.choice(np.arange(5, frames - 5), 40, replace=False))

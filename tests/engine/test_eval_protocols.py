@@ -67,8 +67,9 @@ def test_a_frozen_model_does_not_pass_loop_closure_and_the_simulator_does():
     ep = turn_episode(0)
     truth = ep.frames[PRIME_FRAMES:]
     start = ep.frames[PRIME_FRAMES - 1]
-    assert ep.labels["pose_yaw"][-1] == pytest.approx(ep.labels["pose_yaw"][0] - 2 * np.pi,
-                                                      abs=1e-4)
+    assert ep.labels["pose_yaw"][-1] == pytest.approx(
+        ep.labels["pose_yaw"][0] - 2 * np.pi, abs=1e-4
+    )
     frozen = np.repeat(start[None], len(truth), 0)
     half = TURN_KEY_FRAMES // 2
     stuck = M.loop_closure_summary([M.loop_closure_case(frozen, truth, start, half)])
@@ -114,8 +115,9 @@ class _RecordingSession:
         from types import SimpleNamespace
 
         self.frame += 1
-        return SimpleNamespace(video=np.zeros((1, 8, 8, 3), np.uint8),
-                               audio=np.zeros(800, np.int16))
+        return SimpleNamespace(
+            video=np.zeros((1, 8, 8, 3), np.uint8), audio=np.zeros(800, np.int16)
+        )
 
 
 def test_image_and_sentences_reach_the_model_at_their_frame():

@@ -16,8 +16,7 @@ def test_round_trip_rebuilds_config_and_weights(tmp_path):
     loaded = load_checkpoint(tmp_path / "w.pt", WorldModel, WorldModelConfig)
     assert loaded.config == model.config
     assert torch.load(tmp_path / "w.pt", weights_only=True)["step"] == 7
-    for (k, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items(),
-                              strict=True):
+    for (k, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
         assert torch.equal(a, b), k
 
 

@@ -28,15 +28,24 @@ def blocks(frames: int, noisy_last: bool = True, seed: int = 0):
     noisy = torch.zeros(1, frames, dtype=torch.bool)
     if noisy_last:
         level[0, -1], noisy[0, -1] = 0.4, True
-    return dict(video=lat, prev=prev, audio=audio, inputs=inputs, text=text, level=level,
-                frame=torch.arange(frames)[None], noisy=noisy)
+    return dict(
+        video=lat,
+        prev=prev,
+        audio=audio,
+        inputs=inputs,
+        text=text,
+        level=level,
+        frame=torch.arange(frames)[None],
+        noisy=noisy,
+    )
 
 
 def memory(model: WorldModel, arrival: tuple[int, ...] = (0, 0, 0)):
-    mem = model.embed_memory(torch.tensor([1]), torch.randn(1, len(arrival) - 2, 384,
-                                                            generator=torch.Generator()
-                                                            .manual_seed(5)),
-                             torch.randn(1, 128, generator=torch.Generator().manual_seed(6)))
+    mem = model.embed_memory(
+        torch.tensor([1]),
+        torch.randn(1, len(arrival) - 2, 384, generator=torch.Generator().manual_seed(5)),
+        torch.randn(1, 128, generator=torch.Generator().manual_seed(6)),
+    )
     return mem, torch.tensor([arrival]), torch.ones(1, len(arrival), dtype=torch.bool)
 
 
@@ -103,12 +112,30 @@ def test_kv_cached_inference_equals_full_pass_with_rolling_window():
         cache = model.new_cache()
         cache.set_memory(model.memory_layers(mem[0]))
         for f in range(frames - 1):
-            model.cached_block(cache, b["video"][:, f], b["prev"][:, f], b["audio"][:, f],
-                               b["inputs"][:, f], b["text"][:, f], 1.0, f, write=True)
+            model.cached_block(
+                cache,
+                b["video"][:, f],
+                b["prev"][:, f],
+                b["audio"][:, f],
+                b["inputs"][:, f],
+                b["text"][:, f],
+                1.0,
+                f,
+                write=True,
+            )
         assert cache.frames == [4, 5, 6]
         f = frames - 1
-        v, a = model.cached_block(cache, b["video"][:, f], b["prev"][:, f], b["audio"][:, f],
-                                  b["inputs"][:, f], b["text"][:, f], 0.4, f, write=False)
+        v, a = model.cached_block(
+            cache,
+            b["video"][:, f],
+            b["prev"][:, f],
+            b["audio"][:, f],
+            b["inputs"][:, f],
+            b["text"][:, f],
+            0.4,
+            f,
+            write=False,
+        )
     assert torch.allclose(v[:, 0], v_ref[:, f], atol=1e-5)
     assert torch.allclose(a[:, 0], a_ref[:, f], atol=1e-5)
     assert cache.frames == [4, 5, 6]  # a noisy block never enters the cache
@@ -150,8 +177,9 @@ def test_refiner_starts_as_identity_and_mixes_across_patch_borders(tmp_path):
 
 def test_kv_cached_inference_equals_full_pass_with_refiner():
     torch.manual_seed(0)
-    model = WorldModel(WorldModelConfig(width=32, depth=2, heads=2, context=3,
-                                        refine_width=8)).eval()
+    model = WorldModel(
+        WorldModelConfig(width=32, depth=2, heads=2, context=3, refine_width=8)
+    ).eval()
     torch.nn.init.normal_(model.refine[-1].weight, std=0.1)
     b, mem = blocks(4), memory(model)
     with torch.no_grad():
@@ -159,10 +187,28 @@ def test_kv_cached_inference_equals_full_pass_with_refiner():
         cache = model.new_cache()
         cache.set_memory(model.memory_layers(mem[0]))
         for f in range(3):
-            model.cached_block(cache, b["video"][:, f], b["prev"][:, f], b["audio"][:, f],
-                               b["inputs"][:, f], b["text"][:, f], 1.0, f, write=True)
-        v, _ = model.cached_block(cache, b["video"][:, 3], b["prev"][:, 3], b["audio"][:, 3],
-                                  b["inputs"][:, 3], b["text"][:, 3], 0.4, 3, write=False)
+            model.cached_block(
+                cache,
+                b["video"][:, f],
+                b["prev"][:, f],
+                b["audio"][:, f],
+                b["inputs"][:, f],
+                b["text"][:, f],
+                1.0,
+                f,
+                write=True,
+            )
+        v, _ = model.cached_block(
+            cache,
+            b["video"][:, 3],
+            b["prev"][:, 3],
+            b["audio"][:, 3],
+            b["inputs"][:, 3],
+            b["text"][:, 3],
+            0.4,
+            3,
+            write=False,
+        )
     assert torch.allclose(v[:, 0], v_ref[:, 3], atol=1e-5)
 
 

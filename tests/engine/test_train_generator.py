@@ -13,15 +13,20 @@ from engine.train.latents import LatentEpisode
 from engine.train.plots import line_plot
 
 
-def episode(frames: int = 20, prompt_rows=(3, 12), seed: int = 0, image: bool = False
-            ) -> LatentEpisode:
+def episode(
+    frames: int = 20, prompt_rows=(3, 12), seed: int = 0, image: bool = False
+) -> LatentEpisode:
     g = torch.Generator().manual_seed(seed)
     return LatentEpisode(
         video=torch.randn(frames, 8, 16, 16, generator=g).half(),
         audio=torch.randn(frames, 32, generator=g),
         inputs=torch.zeros(frames, INPUT_FEATURES),
-        prompt_rows=list(prompt_rows), prompt_texts=[f"text {r}" for r in prompt_rows],
-        theme=1, image=torch.ones(128) if image else None, labels=empty_labels(frames))
+        prompt_rows=list(prompt_rows),
+        prompt_texts=[f"text {r}" for r in prompt_rows],
+        theme=1,
+        image=torch.ones(128) if image else None,
+        labels=empty_labels(frames),
+    )
 
 
 def table() -> dict[str, np.ndarray]:
@@ -108,8 +113,7 @@ def test_full_context_mask_scores_only_positions_with_a_run_time_context():
     assert full_context_mask(mid, 5)[0].tolist() == [False] * 5 + [True] * 3
     assert full_context_mask(opening, 5).all()
     # frame 2 of an episode: position p sees p frames, the episode offers p + 2 (up to 5)
-    assert full_context_mask(torch.arange(2, 10)[None], 5)[0].tolist() == (
-        [False] * 5 + [True] * 3)
+    assert full_context_mask(torch.arange(2, 10)[None], 5)[0].tolist() == ([False] * 5 + [True] * 3)
 
 
 def test_error_bank_histories_replace_the_context_and_only_later_frames_are_scored():
@@ -169,8 +173,7 @@ def test_fine_tunes_write_a_complete_weights_folder_with_only_the_tuned_part_cha
     tuned = small_model()
     with torch.no_grad():
         tuned.video_out.bias.fill_(0.5)
-    dest = write_weights(FinetuneConfig(weights=str(base)), tmp_path / "run", world=tuned,
-                         step=7)
+    dest = write_weights(FinetuneConfig(weights=str(base)), tmp_path / "run", world=tuned, step=7)
     assert sorted(p.name for p in dest.iterdir()) == ["audio_ae.pt", "video_ae.pt", "world.pt"]
     world = load_checkpoint(dest / "world.pt", WorldModel, WorldModelConfig)
     assert torch.allclose(world.video_out.bias, torch.full_like(world.video_out.bias, 0.5))
@@ -183,10 +186,16 @@ def test_replayed_histories_start_their_window_k_frames_before_the_true_continua
 
     bank = LatentBank.build([episode(), episode(seed=1)], table())
     n = 6
-    errors = ErrorBank(video=torch.randn(n, 3, 8, 16, 16).half(), audio=torch.randn(n, 3, 32),
-                       row=torch.tensor([5, 10, 14, 19, 25, 38]), horizon=torch.full((n,), 5),
-                       latent_mse=torch.rand(n), brightness=torch.rand(n),
-                       sharpness=torch.rand(n), seams=torch.rand(n))
+    errors = ErrorBank(
+        video=torch.randn(n, 3, 8, 16, 16).half(),
+        audio=torch.randn(n, 3, 32),
+        row=torch.tensor([5, 10, 14, 19, 25, 38]),
+        horizon=torch.full((n,), 5),
+        latent_mse=torch.rand(n),
+        brightness=torch.rand(n),
+        sharpness=torch.rand(n),
+        seams=torch.rand(n),
+    )
     starts, video, audio = replay_batch(errors, bank, 50, 6, torch.Generator().manual_seed(0))
     rows = starts + 3
     # 19 and 38 end their episodes: no 3 true frames follow them
@@ -202,9 +211,14 @@ def test_latent_cache_round_trips_without_pickled_code_and_knows_its_tokenizers(
 
     episodes = [episode(seed=1), episode(seed=2, image=True)]
     episodes[1].labels["theme"][:] = 3
-    atomic_save({"tokenizers": "abc", "episodes": [e.to_plain() for e in episodes],
-                 "text": {t: torch.from_numpy(v) for t, v in table().items()}},
-                tmp_path / "cache.pt")
+    atomic_save(
+        {
+            "tokenizers": "abc",
+            "episodes": [e.to_plain() for e in episodes],
+            "text": {t: torch.from_numpy(v) for t, v in table().items()},
+        },
+        tmp_path / "cache.pt",
+    )
     back, text = read_latent_cache(tmp_path / "cache.pt", "abc")
     assert torch.equal(back[1].video, episodes[1].video) and back[1].image is not None
     assert back[0].prompt_texts == episodes[0].prompt_texts
