@@ -13,13 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from engine.model.audio_ae import AudioAE, int16_to_float
 from engine.model.checkpoint import atomic_save
-from engine.model.video_ae import VideoAE, frames_to_tensor
-from engine.spec import THEME_NAMES
 
 OPENINGS_FILE = "openings.pt"
 OPENING_SEED_BASE = 3_000_000  # simulator seeds of the spawn points (training never uses them)
@@ -48,27 +44,3 @@ class Openings:
             },
             path,
         )
-
-
-@torch.inference_mode()
-def build_openings(
-    video_ae: VideoAE, audio_ae: AudioAE, context: int, per_theme: int = 8, resolution: int = 128
-) -> Openings:
-    """Render `per_theme` spawn points of every theme (idle player) and encode them.
-
-    The one place engine.runtime reaches into engine.sim, allowed by name in the import
-    contracts (pyproject.toml): it runs once when weights are shipped (engine.train.ship),
-    never in a play session, and belongs in engine.train.
-    """
-    from engine.sim import FrameInputs, SimWorld, WorldSpec
-
-    video, audio = {}, {}
-    for t, theme in enumerate(THEME_NAMES):
-        zs, als = [], []
-        for k in range(per_theme):
-            world = SimWorld(WorldSpec(OPENING_SEED_BASE + 100 * t + k, theme, resolution))
-            steps = [world.step(FrameInputs()) for _ in range(context)]
-            zs.append(video_ae.encode(frames_to_tensor(np.stack([s.rgb for s in steps]))))
-            als.append(audio_ae.encode(int16_to_float(np.stack([s.audio for s in steps]))))
-        video[theme], audio[theme] = torch.stack(zs), torch.stack(als)
-    return Openings(video, audio)

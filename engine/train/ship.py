@@ -9,7 +9,9 @@ from engine.model.audio_ae import AudioAE, AudioAEConfig
 from engine.model.checkpoint import atomic_save, load_checkpoint, load_payload, save_checkpoint
 from engine.model.video_ae import VideoAE, VideoAEConfig
 from engine.model.world import WorldModel, WorldModelConfig
-from engine.runtime.openings import OPENINGS_FILE, build_openings
+from engine.runtime.openings import OPENINGS_FILE
+
+from .openings import build_openings
 
 WEIGHTS = Path(__file__).resolve().parent.parent / "weights"
 MAX_BYTES = 15 * 1024 * 1024

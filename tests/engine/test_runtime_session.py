@@ -152,7 +152,8 @@ def test_load_from_weights_folder_and_missing_weights(tmp_path):
 
 
 def test_sessions_open_from_their_themes_keyframes_when_the_weights_carry_them(tmp_path):
-    from engine.runtime.openings import Openings, build_openings
+    from engine.runtime.openings import Openings
+    from engine.train.openings import build_openings
 
     w = tiny_world()
     openings = build_openings(w.video_ae, w.audio_ae, context=2, per_theme=2)
