@@ -8,7 +8,7 @@ read differently elsewhere.
 
     consumer -> workers' shared channel   engine.start
     consumer -> its session's worker      engine.offer, engine.detach
-    view     -> its session's worker      engine.image
+    view     -> its session's worker      engine.image, engine.input (the API's input_url)
     service  -> its session's worker      engine.stop
     worker   -> session group (page)      engine.accepted, engine.live, engine.heartbeat,
                                           engine.stopped (only when the database is away)
@@ -80,6 +80,20 @@ class EngineImage(TypedDict):
 
 def engine_image(*, session_id: str, png: bytes) -> EngineImage:
     return {"type": "engine.image", "session_id": session_id, "png": png}
+
+
+class EngineInput(TypedDict):
+    """One validated input (sessions.protocol.engine_event's form) with the id the worker
+    reports back as `last_seq` once the engine has applied it."""
+
+    type: Literal["engine.input"]
+    session_id: str
+    event: dict[str, Any]
+    seq: int
+
+
+def engine_input(*, session_id: str, event: dict[str, Any], seq: int) -> EngineInput:
+    return {"type": "engine.input", "session_id": session_id, "event": event, "seq": seq}
 
 
 class EngineStop(TypedDict):

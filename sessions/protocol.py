@@ -26,7 +26,7 @@ class ProtocolError(ValueError):
         self.message = message
 
 
-def _decode(raw: str | bytes, limit: int) -> dict[str, Any]:
+def _decode(raw: str | bytes | None, limit: int) -> dict[str, Any]:
     if raw is None:
         raise ProtocolError("empty", "Empty message.")
     if len(raw) > limit:
@@ -122,3 +122,15 @@ def parse_data_message(raw: str | bytes | None) -> dict[str, Any]:
             )
         return {"type": "prompt", "text": text}
     raise ProtocolError("unknown_type", f"Unknown input type {kind[:40]!r}.")
+
+
+def engine_event(message: dict[str, Any]) -> dict[str, Any]:
+    """The engine's event for a parsed data message (parse_data_message's output)."""
+    if message["type"] == "input":
+        return {
+            "kind": "action",
+            "keys": message["keys"],
+            "yaw": message["yaw"],
+            "pitch": message["pitch"],
+        }
+    return {"kind": "prompt", "text": message["text"]}
