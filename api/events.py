@@ -2,9 +2,10 @@
 
 The stream is to an API client what the play page's socket is to a browser: while it is open the
 session counts as attended (not abandoned), and once the session is admitted the stream asks
-for a world engine. It reads the session's state from the database once a second and listens
-to the session's channel-layer group for the worker's heartbeats (the highest input id
-applied). It ends after the `ended` event, or when the client goes away (daphne cancels it).
+for a world engine (so does a WHEP offer, api/whep.py). It reads the session's state from the
+database once a second and listens to the session's channel-layer group for the worker's
+heartbeats (the highest input id applied). It ends after the `ended` event, or when the client
+goes away (daphne cancels it).
 
 Events (each `data` is JSON): `state` {state, reason}, `queue` {position, eta_s},
 `inputs_applied` {up_to}, `ended` {state, reason, seconds_used}.
@@ -66,40 +67,45 @@ async def _events(session_id: str) -> AsyncIterator[bytes]:
     layer = get_channel_layer()
     channel = await layer.new_channel()
     await layer.group_add(session_group(session_id), channel)
+    clock = asyncio.get_running_loop().time
     last_state, last_queue, applied_up_to = "", None, 0
     engine_requested = False
-    quiet_since = asyncio.get_running_loop().time()
+    sent_at = clock()
     try:
         while True:
             # (the stream outlives its request: Channels' wrapper recycles stale connections)
             session, position, eta = await database_sync_to_async(_load)(session_id)
+            due: list[bytes] = []
             if session.state != last_state:
                 last_state = session.state
-                yield sse("state", {"state": session.state, "reason": session.end_reason})
+                due.append(sse("state", {"state": session.state, "reason": session.end_reason}))
             if not session.is_active:
-                yield sse(
-                    "ended",
-                    {
-                        "state": session.state,
-                        "reason": session.end_reason,
-                        "seconds_used": session.seconds_used,
-                    },
-                )
+                ended = {
+                    "state": session.state,
+                    "reason": session.end_reason,
+                    "seconds_used": session.seconds_used,
+                }
+                for event in [*due, sse("ended", ended)]:
+                    yield event
                 return
             if position is not None and (position, eta) != last_queue:
                 last_queue = (position, eta)
-                yield sse("queue", {"position": position, "eta_s": eta})
+                due.append(sse("queue", {"position": position, "eta_s": eta}))
+            for event in due:
+                yield event
             if session.state == State.STARTING and not session.worker_name and not engine_requested:
                 engine_requested = True
                 await engine_requests.engine_start_request(session=session)
             up_to = await _applied_input(layer, channel)
             if up_to > applied_up_to:
                 applied_up_to = up_to
-                quiet_since = asyncio.get_running_loop().time()
-                yield sse("inputs_applied", {"up_to": up_to})
-            elif asyncio.get_running_loop().time() - quiet_since > KEEPALIVE_SECONDS:
-                quiet_since = asyncio.get_running_loop().time()
-                yield b": keep-alive\n\n"
+                due.append(sse("inputs_applied", {"up_to": up_to}))
+                yield due[-1]
+            if due:
+                sent_at = clock()
+            elif clock() - sent_at > KEEPALIVE_SECONDS:
+                sent_at = clock()
+                yield b": keep-alive\n\n"  # proxies close streams that stay silent
     finally:
         await layer.group_discard(session_group(session_id), channel)
 

@@ -47,9 +47,7 @@ class SessionOut(Schema):
     seconds_left: int
     end_reason: str
     created_at: datetime
-    whep_url: str | None = Field(
-        description="Media over WHEP. Not offered yet: always null in this version."
-    )
+    whep_url: str = Field(description="POST an SDP offer here for video, audio and inputs.")
     input_url: str
     events_url: str
 

@@ -52,7 +52,7 @@ def session_out(request: HttpRequest, session: PlaySession) -> SessionOut:
         seconds_left=selectors.session_seconds_left(session=session),
         end_reason=session.end_reason,
         created_at=session.created_at,
-        whep_url=None,
+        whep_url=request.build_absolute_uri(reverse("api:session_whep", args=[session_id])),
         input_url=request.build_absolute_uri(reverse("api:session_input", args=[session_id])),
         events_url=request.build_absolute_uri(reverse("api:session_events", args=[session_id])),
     )

@@ -8,6 +8,7 @@ read differently elsewhere.
 
     consumer -> workers' shared channel   engine.start
     consumer -> its session's worker      engine.offer, engine.detach
+    API      -> its session's worker      engine.offer, engine.hangup (WHEP)
     view     -> its session's worker      engine.image, engine.input (the API's input_url)
     service  -> its session's worker      engine.stop
     worker   -> session group (page)      engine.accepted, engine.live, engine.heartbeat,
@@ -70,6 +71,19 @@ class EngineDetach(TypedDict):
 
 def engine_detach(*, session_id: str, reply_channel: str) -> EngineDetach:
     return {"type": "engine.detach", "session_id": session_id, "reply_channel": reply_channel}
+
+
+class EngineHangup(TypedDict):
+    """A WHEP client hung up (DELETE on its resource): close that media connection only; the
+    session runs on until it is ended or times out, and may be connected to again."""
+
+    type: Literal["engine.hangup"]
+    session_id: str
+    reply_channel: str  # the channel that made the connection (a stale one is ignored)
+
+
+def engine_hangup(*, session_id: str, reply_channel: str) -> EngineHangup:
+    return {"type": "engine.hangup", "session_id": session_id, "reply_channel": reply_channel}
 
 
 class EngineImage(TypedDict):

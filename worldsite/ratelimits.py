@@ -48,6 +48,7 @@ RATE_LIMITS: dict[str, tuple[Limit, ...]] = {
     # The developer API (api/): starting a session counts as "play_start" above; each call to
     # a session's input_url (up to 50 inputs) counts here.
     "api_input": (Limit(PER_ADDRESS, "1200/m"), Limit(_account, "600/m")),
+    "api_whep": (Limit(PER_ADDRESS, "60/m"), Limit(_account, "30/m")),
 }
 JSON_VIEWS = {"play_image"}
 

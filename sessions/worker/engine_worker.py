@@ -163,6 +163,8 @@ class EngineWorker:
                     await self._stop_session(session_id, message.get("reason", "Session ended."))
                 elif kind == "engine.detach":
                     self._detach(session_id, message.get("reply_channel", ""))
+                elif kind == "engine.hangup":
+                    await self._hang_up(session_id, message.get("reply_channel", ""))
                 elif kind == "engine.image":
                     self._push(session_id, {"kind": "image", "image": decode_png(message["png"])})
                 elif kind == "engine.input":
@@ -323,6 +325,14 @@ class EngineWorker:
         if live is None or (live.page_channel and page_channel != live.page_channel):
             return
         live.detached_at = time.monotonic()
+
+    async def _hang_up(self, session_id: str, page_channel: str) -> None:
+        """Close the media connection `page_channel` made, if it is still the current one."""
+        live = self.sessions.get(session_id)
+        if live is None or live.peer is None or page_channel != live.page_channel:
+            return
+        peer, live.peer = live.peer, None
+        await peer.close()
 
     def _push(self, session_id: str, event: dict[str, Any], seq: int = 0) -> None:
         live = self.sessions.get(session_id)

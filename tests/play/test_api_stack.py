@@ -192,3 +192,113 @@ async def test_the_event_stream_ends_when_the_client_goes_away(
     assert ended["state"] == "ended"
     log = servers.log(f"daphne-{host.rsplit(':', 1)[1]}")
     assert "Traceback" not in log and "Task was destroyed" not in log, log[-3000:]
+
+
+class WhepViewer:
+    """A WHEP player in a few lines of aiortc: receive-only video and audio, plus the `input`
+    data channel."""
+
+    def __init__(self) -> None:
+        from aiortc import RTCPeerConnection
+
+        self.pc = RTCPeerConnection()
+        self.pc.addTransceiver("video", direction="recvonly")
+        self.pc.addTransceiver("audio", direction="recvonly")
+        self.channel = self.pc.createDataChannel("input")
+        self.video_frames = 0
+        self.replies: list[dict] = []
+        self._readers: list[asyncio.Task] = []
+        self.pc.on("track", self._track)
+        self.channel.on("message", lambda raw: self.replies.append(json.loads(raw)))
+
+    def _track(self, track) -> None:
+        if track.kind == "video":
+            self._readers.append(asyncio.ensure_future(self._read(track)))
+
+    async def _read(self, track) -> None:
+        while True:
+            try:
+                await track.recv()
+            except Exception:  # the track ended
+                return
+            self.video_frames += 1
+
+    async def offer(self) -> str:
+        await self.pc.setLocalDescription(await self.pc.createOffer())
+        return self.pc.localDescription.sdp
+
+    async def answer(self, sdp: str) -> None:
+        from aiortc import RTCSessionDescription
+
+        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type="answer"))
+
+    async def close(self) -> None:
+        for reader in self._readers:
+            reader.cancel()
+        await self.pc.close()
+
+
+def _post_sdp(host: str, key: str, path: str, sdp: str) -> tuple[int, dict, str]:
+    connection = http.client.HTTPConnection(host, timeout=60)
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/sdp"}
+    connection.request("POST", path, sdp.encode(), headers)
+    response = connection.getresponse()
+    body = response.read().decode()
+    connection.close()
+    return response.status, dict(response.getheaders()), body
+
+
+async def test_whep_plays_a_session_and_its_input_channel_steers_it(embedded_server, server_env):
+    host = embedded_server
+    await asyncio.to_thread(UserFactory, username="viewer")
+    await asyncio.to_thread(WorldFactory, slug="coast", theme="misty_coast", seed=5)
+    key = await asyncio.to_thread(_new_key, server_env, "viewer")
+    _, _, session = await asyncio.to_thread(
+        _call, host, key, "POST", "/api/v1/sessions/", {"world": "coast"}
+    )
+    path = f"/api/v1/sessions/{session['id']}/"
+    whep_path = session["whep_url"].split(host, 1)[1]
+    stream = await asyncio.to_thread(EventStream, host, key, f"{path}events/")
+
+    viewer = WhepViewer()
+    try:
+        status, headers, answer = await asyncio.to_thread(
+            _post_sdp, host, key, whep_path, await viewer.offer()
+        )
+        assert status == 201, answer
+        assert headers["Content-Type"] == "application/sdp" and answer.startswith("v=0")
+        resource = headers["Location"]
+        assert resource.startswith(whep_path) and resource != whep_path
+        await viewer.answer(answer)
+
+        await stream.wait_for("state", state="live", timeout=60)
+        deadline = asyncio.get_running_loop().time() + 30
+        while viewer.channel.readyState != "open" or viewer.video_frames < 20:
+            assert asyncio.get_running_loop().time() < deadline, "no picture over WHEP"
+            await asyncio.sleep(0.1)
+
+        viewer.channel.send(json.dumps({"type": "input", "keys": ["W"], "seq": 500}))
+        assert (await stream.wait_for("inputs_applied", timeout=20))["up_to"] >= 500
+        viewer.channel.send(json.dumps({"type": "input", "keys": ["Q"]}))
+        await asyncio.sleep(0.5)
+        assert {"type": "error", "code": "bad_field", "message": "Unknown key 'Q'."} in (
+            viewer.replies
+        )
+
+        connection = http.client.HTTPConnection(host, timeout=30)
+        await asyncio.to_thread(
+            connection.request, "DELETE", resource, None, {"Authorization": f"Bearer {key}"}
+        )
+        hung_up = await asyncio.to_thread(connection.getresponse)
+        assert hung_up.status == 200
+        deadline = asyncio.get_running_loop().time() + 15
+        while viewer.pc.connectionState not in ("closed", "failed"):
+            assert asyncio.get_running_loop().time() < deadline, viewer.pc.connectionState
+            await asyncio.sleep(0.2)
+        status, _, detail = await asyncio.to_thread(_call, host, key, "GET", path)
+        assert detail["state"] == "live"  # hanging up leaves the session running
+    finally:
+        await viewer.close()
+    status, _, ended = await asyncio.to_thread(_call, host, key, "DELETE", path)
+    assert ended["state"] == "ended"
+    await stream.wait_for("ended", timeout=20)

@@ -114,7 +114,7 @@ def test_start_a_session_returns_its_urls(api, member, world):
     assert body["queue_position"] is None and body["eta_s"] is None
     assert body["input_url"].endswith(f"/api/v1/sessions/{session.pk}/inputs/")
     assert body["events_url"].endswith(f"/api/v1/sessions/{session.pk}/events/")
-    assert body["whep_url"] is None
+    assert body["whep_url"].endswith(f"/api/v1/sessions/{session.pk}/whep/")
     assert response["Location"] == f"/api/v1/sessions/{session.pk}/"
     assert body["seconds_left"] == session.allowed_seconds > 0
 
@@ -298,6 +298,43 @@ def test_inputs_are_rate_limited(api, member, world, monkeypatch):
     response = api.post(url, {"type": "input", "keys": []})
     assert _problem(response, 429)["type"] == "/api/#problem-rate-limited"
     assert "Retry-After" in response
+
+
+# --- WHEP (the media itself: tests/play/test_api_stack.py) -------------------------------------
+OFFER = (
+    "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\n"
+    "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=fingerprint:sha-256 AA\r\n"
+)
+
+
+def test_whep_wants_an_sdp_offer(api, member, world):
+    session = _running(services.session_reserve(user=member, world=world).session)
+    url = reverse("api:session_whep", args=[session.pk])
+    _problem(api.post(url, OFFER, content_type="application/json"), 415)
+    problem = _problem(api.post(url, "hello", content_type="application/sdp"), 422)
+    assert "SDP" in problem["detail"]
+    no_video = OFFER.replace("m=video", "m=audio")
+    assert (
+        "video" in _problem(api.post(url, no_video, content_type="application/sdp"), 422)["detail"]
+    )
+
+
+def test_whep_on_a_queued_or_ended_session_is_409(api, member, world):
+    services.session_reserve(user=UserFactory(), world=world)  # takes the one engine
+    queued = services.session_reserve(user=member, world=world).session
+    url = reverse("api:session_whep", args=[queued.pk])
+    problem = _problem(api.post(url, OFFER, content_type="application/sdp"), 409)
+    assert problem["type"] == "/api/#problem-not-running" and "queued" in problem["detail"]
+    services.session_finish(session=queued, reason="done")
+    _problem(api.post(url, OFFER, content_type="application/sdp"), 409)
+
+
+def test_whep_on_another_members_session_is_404(api, world):
+    theirs = _running(services.session_reserve(user=UserFactory(), world=world).session)
+    url = reverse("api:session_whep", args=[theirs.pk])
+    _problem(api.post(url, OFFER, content_type="application/sdp"), 404)
+    resource = reverse("api:session_whep_resource", args=[theirs.pk, "abc"])
+    _problem(api.delete(resource), 404)
 
 
 # --- every error is a problem --------------------------------------------------------------------
