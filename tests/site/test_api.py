@@ -397,4 +397,6 @@ def test_the_api_guide_is_linked_from_every_page_and_lists_the_operations(client
     for path in ("/api/v1/worlds/", "/api/v1/sessions/{session_id}/events/"):
         assert path in text
     assert 'id="problem-quota"' in text
+    assert '"world": "ember"' in text  # the quick start names a real world
+    assert "<code>queued</code>" in text and "`" not in text
     assert "<script" not in text.split("</footer>")[0].split("<main")[-1]
