@@ -11,6 +11,7 @@ hang-up closes only that connection, never a newer one.
 import asyncio
 import base64
 import binascii
+import contextlib
 from uuid import UUID
 
 from asgiref.sync import sync_to_async
@@ -25,6 +26,7 @@ from api.problems import Problem
 from api.sessions import owned_session
 from sessions import channel_messages as messages
 from sessions import engine_requests
+from sessions.channel_messages import session_group
 from sessions.models import PlaySession
 from sessions.protocol import ProtocolError, parse_sdp_offer
 
@@ -32,7 +34,6 @@ router = Router(tags=["media"])
 
 SDP = "application/sdp"
 ANSWER_TIMEOUT_S = 20.0
-ENGINE_POLL_S = 0.25
 
 
 def _resource_id(reply_channel: str) -> str:
@@ -56,22 +57,44 @@ def _offer(request: HttpRequest) -> str:
         raise Problem(422, message, kind="invalid-request") from error
 
 
-async def _engine_channel(session: PlaySession) -> str:
-    """The worker channel running `session`, asking for an engine first if none has it yet."""
-    if session.state == PlaySession.State.STARTING and not session.worker_channel:
+async def _wait_for_engine(layer, channel: str, session: PlaySession) -> str:
+    """The channel of the worker running `session`, once that worker has the session open.
+
+    `channel` is in the session's group: a worker reports `engine.accepted` when it has opened
+    the session and a heartbeat every second while it runs it. Its channel is in the database
+    a moment earlier (when it claims the session), too early for an offer."""
+    if session.state == PlaySession.State.QUEUED or not session.is_active:
+        raise _not_running(session)
+    if not session.worker_channel:
         await engine_requests.engine_start_request(session=session)
-        deadline = asyncio.get_running_loop().time() + settings.ENGINE_START_TIMEOUT
-        while not session.worker_channel and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(ENGINE_POLL_S)
-            await sync_to_async(session.refresh_from_db)()
+    with contextlib.suppress(TimeoutError):  # then the database says what became of it
+        await asyncio.wait_for(_engine_report(layer, channel), settings.ENGINE_START_TIMEOUT)
+    await sync_to_async(session.refresh_from_db)()
     if not session.is_active or not session.worker_channel:
-        raise Problem(
-            409,
-            f"The session is {session.state} and no world engine runs it yet; follow its "
-            "events_url and connect once it is starting.",
-            kind="not-running",
-        )
+        raise _not_running(session)
     return session.worker_channel
+
+
+async def _engine_report(layer, channel: str) -> None:
+    while (await layer.receive(channel)).get("type") not in ("engine.accepted", "engine.heartbeat"):
+        pass
+
+
+def _not_running(session: PlaySession) -> Problem:
+    return Problem(
+        409,
+        f"The session is {session.state} and no world engine runs it; follow its events_url "
+        "and connect once it is starting.",
+        kind="not-running",
+    )
+
+
+async def _answer(layer, channel: str) -> dict:
+    """The worker's reply to the offer (the group's other messages are skipped)."""
+    while True:
+        message = await layer.receive(channel)
+        if message.get("type") in ("engine.answer", "engine.error"):
+            return message
 
 
 @router.post(
@@ -89,23 +112,27 @@ async def whep_connect(request: HttpRequest, session_id: UUID) -> HttpResponse:
     session = await sync_to_async(owned_session)(request, session_id)
     await sync_to_async(enforce_rate_limit)("api_whep", request)
     offer = _offer(request)
-    worker_channel = await _engine_channel(session)
     layer = get_channel_layer()
     reply_channel = await layer.new_channel()
-    await layer.send(
-        worker_channel,
-        messages.engine_offer(
-            session_id=str(session.pk),
-            sdp=offer,
-            reply_channel=reply_channel,
-            codec=settings.WEBRTC_VIDEO_CODEC,
-        ),
-    )
+    group = session_group(str(session.pk))
+    await layer.group_add(group, reply_channel)
     try:
-        reply = await asyncio.wait_for(layer.receive(reply_channel), ANSWER_TIMEOUT_S)
+        worker_channel = await _wait_for_engine(layer, reply_channel, session)
+        await layer.send(
+            worker_channel,
+            messages.engine_offer(
+                session_id=str(session.pk),
+                sdp=offer,
+                reply_channel=reply_channel,
+                codec=settings.WEBRTC_VIDEO_CODEC,
+            ),
+        )
+        reply = await asyncio.wait_for(_answer(layer, reply_channel), ANSWER_TIMEOUT_S)
     except TimeoutError as error:
         raise Problem(503, "The world engine did not answer the offer in time.") from error
-    if reply.get("type") != "engine.answer":
+    finally:
+        await layer.group_discard(group, reply_channel)
+    if reply["type"] != "engine.answer":
         raise Problem(
             422, str(reply.get("message", "The offer was refused.")), kind="invalid-request"
         )
