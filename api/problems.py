@@ -18,7 +18,8 @@ PROBLEM_TYPES = {
     "quota": "Your account's limits refuse this: `detail` says which and when it frees up.",
     "rate-limited": "Too many calls; wait `Retry-After` seconds.",
     "busy": "Every world engine is busy and the queue is full; try again in a few minutes.",
-    "not-running": "The session has no running world to take inputs (queued, starting or over).",
+    "not-running": "The session is not running yet, or no longer: inputs need it live, media "
+    "needs a world engine (follow `events_url`).",
 }
 
 

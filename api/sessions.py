@@ -164,10 +164,11 @@ def session_input(request: HttpRequest, session_id: UUID):
     session = owned_session(request, session_id)
     enforce_rate_limit("api_input", request)
     messages = _parsed_inputs(request.body)
-    if not session.is_active or not session.worker_channel:
+    if session.state != PlaySession.State.LIVE or not session.worker_channel:
+        # (before `live` the engine is still opening the world, and an input would be lost)
         raise Problem(
             409,
-            f"The session is {session.state}; inputs are taken once a world engine runs it.",
+            f"The session is {session.state}; inputs are taken while it is live.",
             kind="not-running",
         )
     ids = services.session_input_ids(session=session, count=len(messages))

@@ -29,6 +29,13 @@ def _one_engine(settings):
     settings.ENGINE_CAPACITY = 1
 
 
+@pytest.fixture(autouse=True)
+def _empty_channel_layer():
+    """Messages one test sent to the pretend worker never reach the next test."""
+    yield
+    async_to_sync(get_channel_layer().flush)()
+
+
 @pytest.fixture
 def key(member) -> str:
     return api_key_create(owner=member, name="tests")[1]
@@ -276,13 +283,15 @@ def test_input_bodies_carry_1_to_50_inputs(api, member, world, body):
     assert _problem(response, 422)["type"] == "/api/#problem-invalid-request"
 
 
-def test_inputs_to_a_session_without_an_engine_are_409(api, member, world):
+def test_inputs_are_taken_only_while_the_session_is_live(api, member, world):
     session = services.session_reserve(user=member, world=world).session  # starting, no worker
-    problem = _problem(
-        api.post(reverse("api:session_input", args=[session.pk]), {"type": "prompt", "text": "hi"}),
-        409,
-    )
-    assert problem["type"] == "/api/#problem-not-running"
+    url = reverse("api:session_input", args=[session.pk])
+    problem = _problem(api.post(url, {"type": "prompt", "text": "hi"}), 409)
+    assert problem["type"] == "/api/#problem-not-running" and "starting" in problem["detail"]
+    PlaySession.objects.filter(pk=session.pk).update(worker_channel=WORKER_CHANNEL)
+    _problem(api.post(url, {"type": "prompt", "text": "hi"}), 409)  # claimed, not yet live
+    services.session_finish(session=_running(session), reason="over")
+    assert "ended" in _problem(api.post(url, {"type": "prompt", "text": "hi"}), 409)["detail"]
 
 
 def test_inputs_are_rate_limited(api, member, world, monkeypatch):
