@@ -29,6 +29,19 @@ def embedded_server(servers):
     return servers.daphne(env={"REDIS_URL": "", "WORLDSITE_ENGINE_EMBEDDED": "1"})
 
 
+@pytest.fixture(params=["embedded", "scaled"])
+def any_server(request, servers, settings):
+    """The embedded default, and the scaled one: daphne plus an engine-worker process on Redis."""
+    if request.param == "embedded":
+        return request.getfixturevalue("embedded_server")
+    if not settings.REDIS_URL:
+        pytest.skip("set REDIS_URL to test engine workers as separate processes")
+    host = servers.daphne()
+    servers.engine_worker("api")
+    servers.wait_for_log("worker-api", "ready")
+    return host
+
+
 def _new_key(env: dict[str, str], username: str) -> str:
     """`manage.py apikey_create`, as a script would run it, on the servers' database."""
     done = subprocess.run(
@@ -248,8 +261,8 @@ def _post_sdp(host: str, key: str, path: str, sdp: str) -> tuple[int, dict, str]
     return response.status, dict(response.getheaders()), body
 
 
-async def test_whep_plays_a_session_and_its_input_channel_steers_it(embedded_server, server_env):
-    host = embedded_server
+async def test_whep_plays_a_session_and_its_input_channel_steers_it(any_server, server_env):
+    host = any_server
     await asyncio.to_thread(UserFactory, username="viewer")
     await asyncio.to_thread(WorldFactory, slug="coast", theme="misty_coast", seed=5)
     key = await asyncio.to_thread(_new_key, server_env, "viewer")
@@ -277,8 +290,13 @@ async def test_whep_plays_a_session_and_its_input_channel_steers_it(embedded_ser
             assert asyncio.get_running_loop().time() < deadline, "no picture over WHEP"
             await asyncio.sleep(0.1)
 
+        status, _, accepted = await asyncio.to_thread(
+            _call, host, key, "POST", f"{path}inputs/", {"type": "input", "keys": ["D"]}
+        )
+        assert status == 202 and accepted == {"ids": [1]}
+        assert (await stream.wait_for("inputs_applied", timeout=20))["up_to"] >= 1
         viewer.channel.send(json.dumps({"type": "input", "keys": ["W"], "seq": 500}))
-        assert (await stream.wait_for("inputs_applied", timeout=20))["up_to"] >= 500
+        await stream.wait_for("inputs_applied", timeout=20, up_to=500)
         viewer.channel.send(json.dumps({"type": "input", "keys": ["Q"]}))
         await asyncio.sleep(0.5)
         assert {"type": "error", "code": "bad_field", "message": "Unknown key 'Q'."} in (
