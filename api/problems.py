@@ -44,6 +44,14 @@ class Problem(Exception):
         self.extensions = extensions
 
 
+def _status(code: int) -> HTTPStatus:
+    """The standard status (a code Python does not know is described as its class: 4xx, 5xx)."""
+    try:
+        return HTTPStatus(code)
+    except ValueError:
+        return HTTPStatus.BAD_REQUEST if code < 500 else HTTPStatus.INTERNAL_SERVER_ERROR
+
+
 def problem_type_url(kind: str) -> str:
     return f"/api/#problem-{kind}" if kind else "about:blank"
 
@@ -51,7 +59,7 @@ def problem_type_url(kind: str) -> str:
 def problem_response(problem: Problem) -> HttpResponse:
     body = {
         "type": problem_type_url(problem.kind),
-        "title": HTTPStatus(problem.status).phrase,
+        "title": _status(problem.status).phrase,
         "status": problem.status,
         "detail": problem.detail,
         **problem.extensions,
@@ -80,7 +88,7 @@ def as_problem(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     if response.get("Content-Type", "").startswith(PROBLEM_CONTENT_TYPE):
         return response
     status = response.status_code
-    detail = DEFAULT_DETAILS.get(status, HTTPStatus(status).description)
+    detail = DEFAULT_DETAILS.get(status, _status(status).description)
     if status == 405 and response.get("Allow"):
         detail = f"This address takes {response['Allow']}."
     headers = {

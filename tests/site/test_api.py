@@ -409,3 +409,16 @@ def test_the_api_guide_is_linked_from_every_page_and_lists_the_operations(client
     assert '"world": "ember"' in text  # the quick start names a real world
     assert "<code>queued</code>" in text and "`" not in text
     assert "<script" not in text.split("</footer>")[0].split("<main")[-1]
+
+
+def test_any_error_response_on_an_api_path_becomes_a_problem(rf):
+    from django.http import HttpResponse
+
+    from api.problems import as_problem
+
+    teapot = as_problem(rf.get("/api/v1/x/"), HttpResponse("<h1>no</h1>", status=418))
+    assert teapot["Content-Type"] == PROBLEM and json.loads(teapot.content)["status"] == 418
+    odd = json.loads(as_problem(rf.get("/api/v1/x/"), HttpResponse(status=499)).content)
+    assert odd["status"] == 499 and odd["title"] == "Bad Request"
+    page = HttpResponse("<h1>no</h1>", status=404)
+    assert as_problem(rf.get("/worlds/x/"), page) is page  # the site's own pages stay HTML
