@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from accounts import services
-from accounts.models import BetaApplication, Invitation
+from accounts.models import ApiKey, BetaApplication, Invitation
 
 
 @admin.register(BetaApplication)
@@ -84,3 +84,22 @@ class InvitationAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset):
         revoked = services.invitations_revoke(invitations=queryset)
         self.message_user(request, f"Revoked {revoked} invitation(s).")
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    """Keys are made by their owners (profile page, `apikey_create`); admins see and revoke."""
+
+    list_display = ["name", "owner", "prefix", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["revoked_at", "created_at"]
+    search_fields = ["name", "prefix", "owner__username"]
+    readonly_fields = ["owner", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    @admin.action(description="Revoke the selected keys")
+    def revoke(self, request, queryset):
+        revoked = sum(services.api_key_revoke(key=key) for key in queryset)
+        self.message_user(request, f"Revoked {revoked} key(s).")

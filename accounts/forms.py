@@ -28,3 +28,11 @@ class InvitationSignupForm(forms.Form):
         if cleaned.get("password1") and cleaned.get("password1") != cleaned.get("password2"):
             self.add_error("password2", "The two passwords differ.")
         return cleaned
+
+
+class ApiKeyForm(forms.Form):
+    name = forms.CharField(
+        max_length=80,
+        label="Key name",
+        help_text="What will use it, e.g. “my game's server”.",
+    )

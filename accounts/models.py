@@ -79,3 +79,31 @@ class Invitation(models.Model):
         if self.expires_at <= timezone.now():
             return self.State.EXPIRED
         return self.State.VALID
+
+
+class ApiKey(models.Model):
+    """A member's key for the developer API. Only its SHA-256 is stored: the key itself is shown
+    once, when it is made. A key acts as its owner, with the owner's quotas, nothing more."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys"
+    )
+    name = models.CharField(max_length=80)
+    prefix = models.CharField(
+        max_length=12, help_text="The key's first characters, to tell it apart."
+    )
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

@@ -1,4 +1,4 @@
-"""Write-side business logic for the invite-only beta."""
+"""Write-side business logic of the accounts app: the invite-only beta and API keys."""
 
 import re
 import unicodedata
@@ -17,9 +17,13 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts.models import BetaApplication, Invitation
-from accounts.selectors import beta_application_get_by_email, invitation_get_by_token
-from accounts.tokens import invitation_token_hash, invitation_token_new
+from accounts.models import ApiKey, BetaApplication, Invitation
+from accounts.selectors import (
+    api_key_get_active,
+    beta_application_get_by_email,
+    invitation_get_by_token,
+)
+from accounts.tokens import api_key_new, invitation_token_new, token_hash
 
 
 class InvitationInvalid(Exception):
@@ -81,7 +85,7 @@ def invitation_create(
     token = invitation_token_new()
     invitation = Invitation.objects.create(
         email=email.strip(),
-        token_hash=invitation_token_hash(token),
+        token_hash=token_hash(token),
         application=application,
         created_by=created_by,
         expires_at=timezone.now() + timedelta(days=settings.INVITATION_TTL_DAYS),
@@ -201,3 +205,48 @@ def invitation_accept(*, token: str, username: str, password: str) -> User:
         invitation.used_by = user
         invitation.save(update_fields=["used_at", "used_by"])
     return user
+
+
+# --- API keys ------------------------------------------------------------------------------------
+
+MAX_ACTIVE_API_KEYS = 20
+MAX_API_KEY_NAME = 80  # ApiKey.name's max_length
+LAST_USED_RESOLUTION = timedelta(minutes=1)  # a busy key writes its row once a minute, not per call
+
+
+def api_key_create(*, owner: User, name: str) -> tuple[ApiKey, str]:
+    """Make a key for `owner`; returns the row and the key itself, which is never stored."""
+    name = " ".join(name.split())
+    if not name:
+        raise ValidationError({"name": "Give the key a name, e.g. the program that will use it."})
+    if len(name) > MAX_API_KEY_NAME:
+        raise ValidationError({"name": f"Key names are limited to {MAX_API_KEY_NAME} characters."})
+    if ApiKey.objects.filter(owner=owner, revoked_at__isnull=True).count() >= MAX_ACTIVE_API_KEYS:
+        raise ValidationError(
+            {"name": f"You have {MAX_ACTIVE_API_KEYS} active keys; revoke one to make another."}
+        )
+    raw_key = api_key_new()
+    key = ApiKey.objects.create(
+        owner=owner, name=name, prefix=raw_key[:12], key_hash=token_hash(raw_key)
+    )
+    return key, raw_key
+
+
+def api_key_revoke(*, key: ApiKey) -> bool:
+    """Revoke `key` from now on; False if it was already revoked."""
+    revoked = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+    key.refresh_from_db(fields=["revoked_at"])
+    return revoked == 1
+
+
+def api_key_authenticate(*, raw_key: str) -> User | None:
+    """The owner a presented key acts for (recording when it was used), or None."""
+    key = api_key_get_active(raw_key=raw_key)
+    if key is None:
+        return None
+    now = timezone.now()
+    if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    return key.owner

@@ -9,4 +9,6 @@ urlpatterns = [
     path("beta/thanks/", views.beta_thanks, name="beta_thanks"),
     path("invite/<str:token>/", views.invitation_accept, name="invitation_accept"),
     path("accounts/profile/", views.profile, name="profile"),
+    path("accounts/api-keys/", views.api_key_create, name="api_key_create"),
+    path("accounts/api-keys/<int:key_id>/revoke/", views.api_key_revoke, name="api_key_revoke"),
 ]

@@ -1,17 +1,19 @@
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
 from django.views.generic.edit import FormView
 
-from accounts import services
-from accounts.forms import BetaApplicationForm, InvitationSignupForm
+from accounts import selectors, services
+from accounts.forms import ApiKeyForm, BetaApplicationForm, InvitationSignupForm
 from sessions import selectors as session_selectors
 from worldsite.ratelimits import rate_limited
 
@@ -77,13 +79,44 @@ def _attach_errors(form: InvitationSignupForm, error: ValidationError) -> None:
 
 
 @login_required
-def profile(request: HttpRequest) -> HttpResponse:
+def profile(request: HttpRequest, api_key_form: ApiKeyForm | None = None) -> HttpResponse:
     context = {
         "usage": session_selectors.quota_usage(user=request.user),
         "sessions": session_selectors.session_list_for_owner(owner=request.user)[:50],
         "exports": session_selectors.export_list_for_owner(owner=request.user)[:30],
+        "api_keys": selectors.api_key_list_for_owner(owner=request.user),
+        "api_key_form": api_key_form or ApiKeyForm(),
     }
-    return render(request, "accounts/profile.html", context)
+    return render(request, "accounts/profile.html", context, status=400 if api_key_form else 200)
+
+
+@login_required
+@require_POST
+def api_key_create(request: HttpRequest) -> HttpResponse:
+    """Make a key and show it on this one response (no redirect: the key is never stored)."""
+    form = ApiKeyForm(request.POST)
+    if form.is_valid():
+        try:
+            key, raw_key = services.api_key_create(owner=request.user, **form.cleaned_data)
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            context = {"key": key, "raw_key": raw_key}
+            response = render(request, "accounts/api_key_created.html", context, status=201)
+            response["Cache-Control"] = "no-store"
+            return response
+    return profile(request, api_key_form=form)
+
+
+@login_required
+@require_POST
+def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
+    key = selectors.api_key_list_for_owner(owner=request.user).filter(pk=key_id).first()
+    if key is None:
+        raise Http404("You have no such API key.")
+    if services.api_key_revoke(key=key):
+        messages.success(request, f"The key “{key.name}” is revoked; calls using it now fail.")
+    return redirect(reverse("accounts:profile") + "#api-keys")
 
 
 class PasswordResetView(auth_views.PasswordResetView):

@@ -8,7 +8,8 @@ read differently elsewhere.
 
     consumer -> workers' shared channel   engine.start
     consumer -> its session's worker      engine.offer, engine.detach
-    view     -> its session's worker      engine.image
+    API      -> its session's worker      engine.offer, engine.hangup (WHEP)
+    view     -> its session's worker      engine.image, engine.input (the API's input_url)
     service  -> its session's worker      engine.stop
     worker   -> session group (page)      engine.accepted, engine.live, engine.heartbeat,
                                           engine.stopped (only when the database is away)
@@ -72,6 +73,19 @@ def engine_detach(*, session_id: str, reply_channel: str) -> EngineDetach:
     return {"type": "engine.detach", "session_id": session_id, "reply_channel": reply_channel}
 
 
+class EngineHangup(TypedDict):
+    """A WHEP client hung up (DELETE on its resource): close that media connection only; the
+    session runs on until it is ended or times out, and may be connected to again."""
+
+    type: Literal["engine.hangup"]
+    session_id: str
+    reply_channel: str  # the channel that made the connection (a stale one is ignored)
+
+
+def engine_hangup(*, session_id: str, reply_channel: str) -> EngineHangup:
+    return {"type": "engine.hangup", "session_id": session_id, "reply_channel": reply_channel}
+
+
 class EngineImage(TypedDict):
     type: Literal["engine.image"]
     session_id: str
@@ -80,6 +94,20 @@ class EngineImage(TypedDict):
 
 def engine_image(*, session_id: str, png: bytes) -> EngineImage:
     return {"type": "engine.image", "session_id": session_id, "png": png}
+
+
+class EngineInput(TypedDict):
+    """One validated input (sessions.protocol.engine_event's form) with the id the worker
+    reports back as `last_seq` once the engine has applied it."""
+
+    type: Literal["engine.input"]
+    session_id: str
+    event: dict[str, Any]
+    seq: int
+
+
+def engine_input(*, session_id: str, event: dict[str, Any], seq: int) -> EngineInput:
+    return {"type": "engine.input", "session_id": session_id, "event": event, "seq": seq}
 
 
 class EngineStop(TypedDict):

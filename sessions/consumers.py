@@ -11,18 +11,16 @@ import logging
 import time
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from sessions import channel_messages as messages
-from sessions import selectors, services
-from sessions.channel_messages import START_CHANNEL, session_group
+from sessions import engine_requests, selectors, services
+from sessions.channel_messages import session_group
 from sessions.models import PlaySession
 from sessions.protocol import ProtocolError, parse_ws_message
 from sessions.throttle import TokenBucket
-from worldsite.engine_gateway.world_spec import EngineSpec, engine_spec_for
 
 logger = logging.getLogger(__name__)
 
@@ -162,14 +160,7 @@ class PlayConsumer(AsyncWebsocketConsumer):
         if self.engine_requested_at is None:
             self.engine_requested_at = now
             await self._send(messages.page_status(State.STARTING))
-            await self.channel_layer.send(
-                START_CHANNEL,
-                messages.engine_start(
-                    session_id=self.session_id,
-                    allowed_seconds=session.allowed_seconds,
-                    spec=await sync_to_async(_world_spec)(session),
-                ),
-            )
+            await engine_requests.engine_start_request(session=session)
         elif _embedded_engine_loading():
             self.engine_requested_at = now  # loading the model is not a missing engine
         elif now - self.engine_requested_at > settings.ENGINE_START_TIMEOUT:
@@ -243,7 +234,3 @@ def _embedded_engine_loading() -> bool:
     from sessions.worker.embedded import embedded_worker_loading
 
     return embedded_worker_loading()
-
-
-def _world_spec(session: PlaySession) -> EngineSpec:
-    return engine_spec_for(session.world)

@@ -60,6 +60,13 @@ class PlaySession(models.Model):
     # housekeeping job ends sessions that nobody will ever open (services.sessions_end_abandoned).
     admitted_at = models.DateTimeField(null=True, blank=True)
     page_seen_at = models.DateTimeField(null=True, blank=True)
+    # Inputs sent through the API's input_url: the last one's id, which the worker reports back
+    # (heartbeat `last_seq`) once the engine has applied it.
+    api_inputs_sent = models.PositiveBigIntegerField(default=0)
+    # What the player chose instead of the world's own seed and reference picture (the API's
+    # `seed` and `reference_image`); the picture is already shrunk to the engine's small PNG.
+    seed = models.PositiveIntegerField(null=True, blank=True)
+    reference_png = models.BinaryField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]

@@ -2,11 +2,13 @@
 
 import asyncio
 import threading
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from sessions import channel_messages as messages
+from sessions.models import PlaySession
 
 
 def _send_from_sync_code(send, *args) -> None:
@@ -29,3 +31,11 @@ def session_closed(*, session_id: str, worker_channel: str, reason: str, failed:
     if worker_channel:
         stop = messages.engine_stop(session_id=session_id, reason=reason)
         _send_from_sync_code(layer.send, worker_channel, stop)
+
+
+def engine_inputs(*, session: PlaySession, events: list[tuple[int, dict[str, Any]]]) -> None:
+    """Send validated inputs (id, engine event) to the worker running `session`."""
+    layer = get_channel_layer()
+    for seq, event in events:
+        message = messages.engine_input(session_id=str(session.pk), event=event, seq=seq)
+        _send_from_sync_code(layer.send, session.worker_channel, message)

@@ -26,7 +26,7 @@ class ProtocolError(ValueError):
         self.message = message
 
 
-def _decode(raw: str | bytes, limit: int) -> dict[str, Any]:
+def _decode(raw: str | bytes | None, limit: int) -> dict[str, Any]:
     if raw is None:
         raise ProtocolError("empty", "Empty message.")
     if len(raw) > limit:
@@ -49,19 +49,23 @@ def parse_ws_message(raw: str | bytes | None) -> dict[str, Any]:
     message = _decode(raw, MAX_WS_MESSAGE_BYTES)
     kind = message["type"]
     if kind == "offer":
-        sdp = message.get("sdp")
-        if not isinstance(sdp, str) or not sdp.startswith("v=0"):
-            raise ProtocolError("bad_sdp", "The offer's SDP is missing or malformed.")
-        if len(sdp) > MAX_SDP_BYTES:
-            raise ProtocolError("bad_sdp", "The offer's SDP is too large.")
-        if "m=video" not in sdp or "a=fingerprint" not in sdp:
-            raise ProtocolError("bad_sdp", "The offer must receive video over DTLS.")
-        return {"type": "offer", "sdp": sdp}
+        return {"type": "offer", "sdp": parse_sdp_offer(message.get("sdp"))}
     if kind == "end":
         return {"type": "end"}
     if kind == "ping":
         return {"type": "ping", "t": _finite(message.get("t", 0), "t")}
     raise ProtocolError("unknown_type", f"Unknown message type {kind[:40]!r}.")
+
+
+def parse_sdp_offer(sdp: Any) -> str:
+    """An SDP offer for the session's media (the play page's, or a WHEP client's)."""
+    if not isinstance(sdp, str) or not sdp.startswith("v=0"):
+        raise ProtocolError("bad_sdp", "The offer's SDP is missing or malformed.")
+    if len(sdp) > MAX_SDP_BYTES:
+        raise ProtocolError("bad_sdp", "The offer's SDP is too large.")
+    if "m=video" not in sdp or "a=fingerprint" not in sdp:
+        raise ProtocolError("bad_sdp", "The offer must receive video over DTLS.")
+    return sdp
 
 
 def _finite(value: Any, name: str) -> float:
@@ -122,3 +126,15 @@ def parse_data_message(raw: str | bytes | None) -> dict[str, Any]:
             )
         return {"type": "prompt", "text": text}
     raise ProtocolError("unknown_type", f"Unknown input type {kind[:40]!r}.")
+
+
+def engine_event(message: dict[str, Any]) -> dict[str, Any]:
+    """The engine's event for a parsed data message (parse_data_message's output)."""
+    if message["type"] == "input":
+        return {
+            "kind": "action",
+            "keys": message["keys"],
+            "yaw": message["yaw"],
+            "pitch": message["pitch"],
+        }
+    return {"kind": "prompt", "text": message["text"]}

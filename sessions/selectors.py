@@ -143,3 +143,13 @@ def queue_eta_seconds(*, position: int) -> int:
 
 def session_get_for_owner(*, session_id: str, owner: User) -> PlaySession | None:
     return PlaySession.objects.filter(pk=session_id, owner=owner).select_related("world").first()
+
+
+def session_seconds_left(*, session: PlaySession) -> int:
+    """Play time this session still has: its allowed time, less what it has played so far."""
+    if not session.is_active:
+        return 0
+    if session.state != PlaySession.State.LIVE or session.started_at is None:
+        return session.allowed_seconds
+    played = int((timezone.now() - session.started_at).total_seconds())
+    return max(0, session.allowed_seconds - played)

@@ -11,6 +11,7 @@ from enum import StrEnum
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from gallery.models import World
@@ -41,12 +42,22 @@ class Decision(StrEnum):
     REFUSE = "refuse"
 
 
+class Refusal(StrEnum):
+    """Why a reservation was refused, for callers that answer differently (the API's status)."""
+
+    NOT_PUBLISHED = "not_published"
+    CONCURRENT_LIMIT = "concurrent_limit"
+    DAILY_LIMIT = "daily_limit"
+    QUEUE_FULL = "queue_full"
+
+
 @dataclass(frozen=True)
 class Reservation:
     decision: Decision
     session: PlaySession | None = None
     queue_position: int | None = None
     reason: str = ""
+    refusal: Refusal | None = None
 
 
 def _lock_reservations() -> None:
@@ -96,18 +107,25 @@ def _admit(session: PlaySession) -> Reservation | None:
     return Reservation(decision=Decision.ADMIT, session=session)
 
 
-def _refusal_reason(*, user: User, world: World) -> str:
+def _refusal(*, user: User, world: World) -> Reservation | None:
     if not world.is_published:
-        return "This world is not open for play right now."
+        return _refused(Refusal.NOT_PUBLISHED, "This world is not open for play right now.")
     usage = selectors.quota_usage(user=user)
     if usage.active_sessions >= usage.quota.concurrent_sessions:
-        return (
+        return _refused(
+            Refusal.CONCURRENT_LIMIT,
             f"You already have {usage.active_sessions} session(s) running; your limit is "
-            f"{usage.quota.concurrent_sessions}. End one to start another."
+            f"{usage.quota.concurrent_sessions}. End one to start another.",
         )
     if usage.play_seconds_left <= 0:
-        return "You have used today's play time. It resets at midnight UTC."
-    return ""
+        return _refused(
+            Refusal.DAILY_LIMIT, "You have used today's play time. It resets at midnight UTC."
+        )
+    return None
+
+
+def _refused(refusal: Refusal, reason: str) -> Reservation:
+    return Reservation(decision=Decision.REFUSE, reason=reason, refusal=refusal)
 
 
 def _advance_queue_locked() -> None:
@@ -122,34 +140,39 @@ def _advance_queue_locked() -> None:
         free -= 1
 
 
-def session_reserve(*, user: User, world: World) -> Reservation:
-    """Decide whether `user` may play `world` now: admit, queue (with position) or refuse."""
+def session_reserve(
+    *, user: User, world: World, seed: int | None = None, reference_png: bytes | None = None
+) -> Reservation:
+    """Decide whether `user` may play `world` now: admit, queue (with position) or refuse.
+
+    `seed` and `reference_png` (already validated and shrunk) replace the world's own."""
+    choices = {"seed": seed, "reference_png": reference_png}
     with transaction.atomic():
         _lock_reservations()
         _advance_queue_locked()
-        reason = _refusal_reason(user=user, world=world)
-        if reason:
-            return Reservation(decision=Decision.REFUSE, reason=reason)
+        refused = _refusal(user=user, world=world)
+        if refused is not None:
+            return refused
 
         waiting = selectors.queued_sessions().count()
         has_capacity = selectors.running_session_count() < settings.ENGINE_CAPACITY
         if not has_capacity or waiting:
             if waiting >= settings.QUEUE_MAX_LENGTH:
-                return Reservation(
-                    decision=Decision.REFUSE,
-                    reason="Every world engine is busy and the queue is full. "
+                return _refused(
+                    Refusal.QUEUE_FULL,
+                    "Every world engine is busy and the queue is full. "
                     "Please try again in a few minutes.",
                 )
-            session = PlaySession.objects.create(owner=user, world=world)
+            session = PlaySession.objects.create(owner=user, world=world, **choices)
             return Reservation(
                 decision=Decision.QUEUE,
                 session=session,
                 queue_position=selectors.queue_position(session=session),
             )
 
-        session = PlaySession.objects.create(owner=user, world=world)
+        session = PlaySession.objects.create(owner=user, world=world, **choices)
         admitted = _admit(session)
-        assert admitted is not None  # _refusal_reason checked the play time under the lock
+        assert admitted is not None  # _refusal checked the play time under the lock
         return admitted
 
 
@@ -273,6 +296,17 @@ def sessions_end_abandoned(*, unclaimed_after_seconds: float, unseen_after_secon
     for session in [*unclaimed, *unseen]:
         ended += session_finish(session=session, reason=NEVER_CONNECTED_REASON, failed=True)
     return ended
+
+
+def session_input_ids(*, session: PlaySession, count: int) -> list[int]:
+    """Ids for `count` inputs about to be sent to the session's worker: increasing, never
+    reused, so the worker's `last_seq` (the highest id applied) says which have been applied."""
+    with transaction.atomic():
+        PlaySession.objects.filter(pk=session.pk).update(
+            api_inputs_sent=F("api_inputs_sent") + count
+        )
+        last = PlaySession.objects.values_list("api_inputs_sent", flat=True).get(pk=session.pk)
+    return list(range(last - count + 1, last + 1))
 
 
 def session_page_seen(*, session: PlaySession) -> None:

@@ -45,6 +45,10 @@ RATE_LIMITS: dict[str, tuple[Limit, ...]] = {
     "play_image": (Limit(PER_ADDRESS, "40/m"), Limit(_account, "20/m")),
     "play_start": (Limit(PER_ADDRESS, "30/m"), Limit(_account, "10/m")),
     "export_start": (Limit(PER_ADDRESS, "30/h"), Limit(_account, "20/h")),
+    # The developer API (api/): starting a session counts as "play_start" above; each call to
+    # a session's input_url (up to 50 inputs) counts here.
+    "api_input": (Limit(PER_ADDRESS, "1200/m"), Limit(_account, "600/m")),
+    "api_whep": (Limit(PER_ADDRESS, "60/m"), Limit(_account, "30/m")),
 }
 JSON_VIEWS = {"play_image"}
 
@@ -64,10 +68,15 @@ def retry_after(name: str, request: HttpRequest) -> int | None:
     return wait
 
 
-def too_many_requests(request: HttpRequest, name: str, wait: int) -> HttpResponse:
+def retry_message(wait: int) -> str:
     minutes = (wait + 59) // 60
     when = f"{wait} seconds" if wait < 120 else f"{minutes} minutes"
-    message = f"Too many attempts. Please wait {when} and try again."
+    return f"Too many attempts. Please wait {when} and try again."
+
+
+def too_many_requests(request: HttpRequest, name: str, wait: int) -> HttpResponse:
+    message = retry_message(wait)
+    response: HttpResponse
     if name in JSON_VIEWS:
         response = JsonResponse({"error": message}, status=429)
     else:

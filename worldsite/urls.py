@@ -11,6 +11,7 @@ urlpatterns = [
     path("", include("gallery.urls")),
     path("", include("accounts.urls")),
     path("", include("sessions.urls")),
+    path("", include("api.urls")),
     # Django's own auth views, the two that send or check secrets rate-limited (ratelimits.py).
     path("accounts/login/", rate_limited("login")(auth_views.LoginView.as_view()), name="login"),
     path(

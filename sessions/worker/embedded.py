@@ -42,7 +42,8 @@ def _end_sessions_before_the_server_stops(worker: EngineWorker) -> None:
         return defer.Deferred.fromFuture(asyncio.ensure_future(ending))
 
     if getattr(reactor, "running", False):
-        reactor.addSystemEventTrigger("before", "shutdown", before_shutdown)
+        # (twisted's interface stub lists `self` as a parameter, shifting every argument by one)
+        reactor.addSystemEventTrigger("before", "shutdown", before_shutdown)  # type: ignore[arg-type]
 
 
 async def _run() -> None:

@@ -2,20 +2,21 @@
 
 Any number of workers share one normal channel, `engine.start`; a worker only listens on it
 while it has free capacity, so Channels' own delivery spreads sessions across workers with
-room (no scheduler of our own). Everything else about a session goes to the worker's own
-process channel, and the worker reports to the session's group (`play.<id>`): an answer to an
-offer, `live`, and a heartbeat every second for the HUD (messages: sessions/channel_messages.py). A
-session's end is recorded through the session service, which tells the page. The worker also
-writes its sessions' heartbeats to the database from its own clock and runs the lifecycle's
-periodic housekeeping job (sessions.services.sessions_housekeeping): a worker that dies stops
-writing, and whichever worker or Celery beat runs the job next fails its sessions.
+room (no scheduler of our own). Everything else about a session (offers, stops, images, the
+API's inputs) goes to the worker's own process channel, and the worker reports to the session's
+group (`play.<id>`): an answer to an offer, `live`, and a heartbeat every second for the HUD
+(messages: sessions/channel_messages.py). A session's end is recorded through the session
+service, which tells the page. The worker also writes its sessions' heartbeats to the database
+from its own clock and runs the lifecycle's periodic housekeeping job
+(sessions.services.sessions_housekeeping): a worker that dies stops writing, and whichever
+worker or Celery beat runs the job next fails its sessions.
 """
 
 import asyncio
 import gc
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -162,8 +163,12 @@ class EngineWorker:
                     await self._stop_session(session_id, message.get("reason", "Session ended."))
                 elif kind == "engine.detach":
                     self._detach(session_id, message.get("reply_channel", ""))
+                elif kind == "engine.hangup":
+                    await self._hang_up(session_id, message.get("reply_channel", ""))
                 elif kind == "engine.image":
                     self._push(session_id, {"kind": "image", "image": decode_png(message["png"])})
+                elif kind == "engine.input":
+                    self._push(session_id, message["event"], seq=int(message["seq"]))
                 else:
                     logger.warning("worker ignored message of type %r", kind)
             except Exception:
@@ -321,10 +326,18 @@ class EngineWorker:
             return
         live.detached_at = time.monotonic()
 
-    def _push(self, session_id: str, event: dict[str, Any]) -> None:
+    async def _hang_up(self, session_id: str, page_channel: str) -> None:
+        """Close the media connection `page_channel` made, if it is still the current one."""
+        live = self.sessions.get(session_id)
+        if live is None or live.peer is None or page_channel != live.page_channel:
+            return
+        peer, live.peer = live.peer, None
+        await peer.close()
+
+    def _push(self, session_id: str, event: dict[str, Any], seq: int = 0) -> None:
         live = self.sessions.get(session_id)
         if live is not None:
-            live.runner.push(event)
+            live.runner.push(event, seq=seq)
 
     async def _stop_session(self, session_id: str, reason: str, failed: bool = False) -> None:
         live = self.sessions.get(session_id)
@@ -377,7 +390,7 @@ class EngineWorker:
             logger.exception("could not record the end of %s", session_id)
             await self._report(session_id, messages.engine_stopped(reason=reason, failed=failed))
 
-    async def _report(self, session_id: str, message: dict[str, Any]) -> None:
+    async def _report(self, session_id: str, message: Mapping[str, Any]) -> None:
         if session_id:
             await self.layer.group_send(session_group(session_id), message)
 

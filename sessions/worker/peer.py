@@ -16,7 +16,7 @@ from aiortc import (
 )
 from aiortc.mediastreams import MediaStreamError
 
-from sessions.protocol import ProtocolError, parse_data_message
+from sessions.protocol import ProtocolError, engine_event, parse_data_message
 from sessions.throttle import TokenBucket
 from sessions.worker.media import GeneratedAudioTrack, GeneratedVideoTrack, LatestFrames, MediaClock
 from sessions.worker.microphone import MicrophoneFeatures
@@ -123,13 +123,7 @@ class PlayPeer:
             if not self._movement_limit.allow():
                 self.dropped_inputs += 1
                 return
-            event = {
-                "kind": "action",
-                "keys": message["keys"],
-                "yaw": message["yaw"],
-                "pitch": message["pitch"],
-            }
-            if not self.runner.push(event, seq=message["seq"]):
+            if not self.runner.push(engine_event(message), seq=message["seq"]):
                 self.dropped_inputs += 1
             return
         if not self._prompt_limit.allow():
@@ -142,7 +136,7 @@ class PlayPeer:
                 },
             )
             return
-        if self.runner.push({"kind": "prompt", "text": message["text"]}):
+        if self.runner.push(engine_event(message)):
             self._reply(channel, {"type": "prompt_ack", "text": message["text"]})
         else:
             self.dropped_inputs += 1

@@ -109,7 +109,7 @@ class SessionRunner:
 
     def _apply_inputs(self) -> list[float]:
         """Push queued inputs into the engine; return their arrival times."""
-        arrivals = []
+        arrivals: list[float] = []
         while True:
             try:
                 arrived, seq, event = self._inputs.get_nowait()

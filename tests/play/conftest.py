@@ -137,6 +137,14 @@ class Servers:
     def log(self, name: str) -> str:
         return (self.logs / f"{name}.log").read_text()
 
+    def wait_for_log(self, name: str, text: str, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.log(name):
+                return
+            time.sleep(0.3)
+        raise TimeoutError(f"{name} never logged {text!r}:\n{self.log(name)[-2000:]}")
+
     def stop(self) -> None:
         for process in self.processes:
             if process.poll() is None:

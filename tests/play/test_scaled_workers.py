@@ -2,7 +2,6 @@
 across the workers; killing one fails its player's session clearly, the other plays on."""
 
 import asyncio
-import time
 
 import pytest
 from django.conf import settings as django_settings
@@ -22,15 +21,6 @@ def _login_cookie(user) -> str:
     return client.cookies["sessionid"].value
 
 
-def _wait_for_log(servers, name: str, text: str, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if text in servers.log(name):
-            return
-        time.sleep(0.3)
-    raise TimeoutError(f"{name} never logged {text!r}:\n{servers.log(name)[-2000:]}")
-
-
 @pytest.fixture
 def scaled(servers, settings):
     if not django_settings.REDIS_URL:
@@ -39,7 +29,7 @@ def scaled(servers, settings):
     host = servers.daphne()
     workers = {name: servers.engine_worker(name) for name in ("alpha", "beta")}
     for name in workers:
-        _wait_for_log(servers, f"worker-{name}", "ready")
+        servers.wait_for_log(f"worker-{name}", "ready")
     return host, workers
 
 

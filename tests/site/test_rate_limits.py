@@ -128,4 +128,6 @@ def test_every_table_entry_is_applied_to_a_view_and_unknown_names_are_refused():
         "play_image",
         "play_start",
         "export_start",
+        "api_input",  # applied by api.limits (tests/site/test_api.py)
+        "api_whep",
     }

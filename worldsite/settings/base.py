@@ -91,9 +91,11 @@ INSTALLED_APPS = [
     "accounts",
     "gallery",
     "sessions.apps.PlaySessionsConfig",
+    "api",
 ]
 
 MIDDLEWARE = [
+    "api.middleware.problem_details_middleware",  # /api/v1/ errors as problem+json, all of them
     "django.middleware.security.SecurityMiddleware",
     "worldsite.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
