@@ -24,18 +24,18 @@ def input_features(
     return out
 
 
+def input_features_from_label(r: np.void) -> np.ndarray:
+    """One LABEL_DTYPE record -> (INPUT_FEATURES,)."""
+    return input_features(
+        r["keys"],
+        r["yaw_delta"],
+        r["pitch_delta"],
+        r["audio_loudness"],
+        r["audio_onset"],
+        r["image_event"],
+    )
+
+
 def input_features_from_labels(labels: np.ndarray) -> np.ndarray:
     """(N,) LABEL_DTYPE records -> (N, INPUT_FEATURES)."""
-    return np.stack(
-        [
-            input_features(
-                r["keys"],
-                r["yaw_delta"],
-                r["pitch_delta"],
-                r["audio_loudness"],
-                r["audio_onset"],
-                r["image_event"],
-            )
-            for r in labels
-        ]
-    )
+    return np.stack([input_features_from_label(r) for r in labels])

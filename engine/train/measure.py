@@ -25,7 +25,7 @@ from engine.data.agent import RandomAgent, plan_episode
 from engine.data.layout import HELDOUT_SEED_BASE
 from engine.eval.metrics import brightness_drift, luminance, pooled_psnr, sharpness_ratio
 from engine.model.audio_ae import int16_to_float
-from engine.model.inputs import input_features
+from engine.model.inputs import input_features_from_label
 from engine.model.video_ae import frames_to_tensor, image_token, tensor_to_frames
 from engine.runtime.session import World
 from engine.sim import FrameInputs, SimWorld, WorldSpec
@@ -62,27 +62,24 @@ class Episode:
     labels: np.ndarray  # (N,) LABEL_DTYPE
 
     def features(self, t: int) -> np.ndarray:
-        r = self.labels[t]
-        return input_features(
-            r["keys"],
-            r["yaw_delta"],
-            r["pitch_delta"],
-            r["audio_loudness"],
-            r["audio_onset"],
-            r["image_event"],
+        return input_features_from_label(self.labels[t])
+
+    @classmethod
+    def from_steps(cls, spec: WorldSpec, inputs: list[FrameInputs], steps: list) -> Episode:
+        """The episode of simulator steps taken under `inputs`."""
+        return cls(
+            spec,
+            inputs,
+            np.stack([s.rgb for s in steps]),
+            np.stack([s.audio for s in steps]),
+            np.stack([s.labels for s in steps]),
         )
 
 
 def simulate(spec: WorldSpec, inputs: list[FrameInputs]) -> Episode:
     world = SimWorld(spec)
     steps = [world.step(inp) for inp in inputs]
-    return Episode(
-        spec,
-        inputs,
-        np.stack([s.rgb for s in steps]),
-        np.stack([s.audio for s in steps]),
-        np.stack([s.labels for s in steps]),
-    )
+    return Episode.from_steps(spec, inputs, steps)
 
 
 def agent_episode(seed: int, frames: int) -> Episode:
@@ -98,13 +95,7 @@ def agent_episode(seed: int, frames: int) -> Episode:
         inputs.append(inp)
         steps.append(step)
         last = step.labels
-    return Episode(
-        spec,
-        inputs,
-        np.stack([s.rgb for s in steps]),
-        np.stack([s.audio for s in steps]),
-        np.stack([s.labels for s in steps]),
-    )
+    return Episode.from_steps(spec, inputs, steps)
 
 
 def walking_inputs(frames: int, seed: int) -> list[FrameInputs]:
