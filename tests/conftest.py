@@ -40,6 +40,17 @@ def _celery_eager():
     celery_app.conf.task_always_eager = previous
 
 
+@pytest.fixture
+def one_rate_window(monkeypatch):
+    """django-ratelimit counts in fixed windows; on a slow machine a test's requests could
+    straddle a window boundary and see its count reset. Hold its clock still."""
+    import types
+
+    import django_ratelimit.core
+
+    monkeypatch.setattr(django_ratelimit.core, "time", types.SimpleNamespace(time=lambda: 1e9))
+
+
 @pytest.fixture(autouse=True)
 def _fresh_rate_limits(settings):
     """Each test counts from zero (the Redis cache of a scaled run outlives a test)."""

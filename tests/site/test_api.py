@@ -184,7 +184,7 @@ def test_a_full_queue_is_429_with_retry_after(api, world, settings):
     assert int(response["Retry-After"]) > 0
 
 
-def test_starting_sessions_shares_the_sites_rate_limit(api, client, member, world):
+def test_starting_sessions_shares_the_sites_rate_limit(api, client, member, world, one_rate_window):
     """play_start counts per account whether Play is pressed on the site or through the API."""
     client.force_login(member)
     for _ in range(5):
@@ -294,7 +294,7 @@ def test_inputs_are_taken_only_while_the_session_is_live(api, member, world):
     assert "ended" in _problem(api.post(url, {"type": "prompt", "text": "hi"}), 409)["detail"]
 
 
-def test_inputs_are_rate_limited(api, member, world, monkeypatch):
+def test_inputs_are_rate_limited(api, member, world, monkeypatch, one_rate_window):
     from worldsite import ratelimits
 
     monkeypatch.setitem(

@@ -15,14 +15,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _one_rate_window(monkeypatch):
-    """django-ratelimit counts in fixed windows; on a slow machine a test's requests could
-    straddle a window boundary and see its count reset. Hold its clock still."""
-    import types
-
-    import django_ratelimit.core
-
-    monkeypatch.setattr(django_ratelimit.core, "time", types.SimpleNamespace(time=lambda: 1e9))
+def _one_rate_window(one_rate_window):
+    """Every test here counts requests against the limits: hold the limits' clock still."""
 
 
 def _post_until_limited(client, url, data_for, most: int, **extra):
