@@ -26,6 +26,18 @@ def first_frame_with(inputs: list[dict], **match) -> int:
     return min(e["frame"] for e in inputs if all(e.get(k) == v for k, v in match.items()))
 
 
+def first_effective_input(inputs: list[dict]) -> int:
+    """The first frame with an input that can change the picture: a sentence, a picture, a held
+    key or a camera move (the page also reports "nothing held", which changes nothing)."""
+
+    def effective(e: dict) -> bool:
+        if e.get("kind") != "action":
+            return True
+        return bool(e.get("keys")) or bool(e.get("yaw")) or bool(e.get("pitch"))
+
+    return min((e["frame"] for e in inputs if effective(e)), default=1 << 30)
+
+
 def divergence(a: np.ndarray, b: np.ndarray, start: int, end: int) -> float:
     """Mean absolute difference of two sessions' frames over [start, end)."""
     end = min(end, len(a), len(b))
