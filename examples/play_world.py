@@ -21,7 +21,7 @@ import urllib.request
 from typing import Any
 from urllib.parse import urljoin
 
-from aiortc import RTCPeerConnection, RTCSessionDescription
+from aiortc import MediaStreamTrack, RTCPeerConnection, RTCSessionDescription
 from aiortc.contrib.media import MediaRecorder
 
 
@@ -91,8 +91,8 @@ def follow_events(api: Api, url: str, loop: asyncio.AbstractEventLoop) -> asynci
     return events
 
 
-async def wait_until_running(events: asyncio.Queue, states: tuple[str, ...]) -> None:
-    """Print queue updates until the session reaches one of `states`."""
+async def wait_for_state(events: asyncio.Queue, states: tuple[str, ...]) -> str:
+    """Print queue updates and state changes until the session reaches one of `states`."""
     while True:
         event, data = await asyncio.wait_for(events.get(), timeout=600)
         if event == "queue":
@@ -100,10 +100,30 @@ async def wait_until_running(events: asyncio.Queue, states: tuple[str, ...]) -> 
         elif event == "state":
             print(f"session is {data['state']}")
             if data["state"] in states:
-                return
+                return data["state"]
         elif event in ("ended", None):
             reason = (data or {}).get("reason") or "the event stream closed"
             raise ApiError(f"The session ended before it was played: {reason}")
+
+
+class VideoFirst(MediaStreamTrack):
+    """A received track, passed on to the recorder; audio waits for the first video frame.
+
+    MediaRecorder writes the MP4's header with the first packet of either stream, and it only
+    learns the picture's size from the first video frame: audio written before that would
+    leave a file without its video."""
+
+    def __init__(self, track: MediaStreamTrack, video_seen: asyncio.Event) -> None:
+        super().__init__()
+        self.kind, self.track, self.video_seen = track.kind, track, video_seen
+
+    async def recv(self):
+        if self.kind == "audio":
+            await self.video_seen.wait()
+        frame = await self.track.recv()
+        if self.kind == "video":
+            self.video_seen.set()
+        return frame
 
 
 def on_channel_message(raw: str) -> None:
@@ -134,7 +154,7 @@ async def play(args: argparse.Namespace) -> None:
     whep_resource = None
     try:
         events = await asyncio.to_thread(follow_events, api, session["events_url"], loop)
-        await wait_until_running(events, ("starting", "live"))
+        state = await wait_for_state(events, ("starting", "live"))  # through the queue
 
         # WHEP: a receive-only offer for video and audio, plus the `input` data channel.
         recorder = MediaRecorder(args.out)  # H.264 and AAC in an MP4
@@ -144,7 +164,8 @@ async def play(args: argparse.Namespace) -> None:
         channel_open = asyncio.Event()
         channel.on("open", channel_open.set)
         channel.on("message", on_channel_message)
-        peer.on("track", recorder.addTrack)
+        video_seen = asyncio.Event()
+        peer.on("track", lambda track: recorder.addTrack(VideoFirst(track, video_seen)))
         await peer.setLocalDescription(await peer.createOffer())  # gathers ICE candidates
         headers, answer = await asyncio.to_thread(
             api.request,
@@ -157,8 +178,10 @@ async def play(args: argparse.Namespace) -> None:
         await peer.setRemoteDescription(RTCSessionDescription(sdp=answer.decode(), type="answer"))
         await recorder.start()
 
-        await wait_until_running(events, ("live",))
+        if state != "live":  # it goes live once its picture is connected
+            await wait_for_state(events, ("live",))
         await asyncio.wait_for(channel_open.wait(), timeout=30)
+        await asyncio.wait_for(video_seen.wait(), timeout=30)
         print(f"walking forward and saying {args.prompt!r}; recording {args.seconds} s")
         channel.send(json.dumps({"type": "input", "keys": ["W"]}))  # W held down from now on
         walk_first = min(1.0, args.seconds / 2)
