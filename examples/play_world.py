@@ -190,14 +190,14 @@ async def play(args: argparse.Namespace) -> None:
         await asyncio.sleep(args.seconds - walk_first)
         channel.send(json.dumps({"type": "input", "keys": []}))  # let go
     finally:
-        if recorder:
-            await recorder.stop()
         if whep_resource:  # hang up (the session itself runs on until it is ended)
             with contextlib.suppress(ApiError):
                 await asyncio.to_thread(api.request, "DELETE", whep_resource)
         await peer.close()
         ended = await asyncio.to_thread(api.json, "DELETE", session_url)
         print(f"session {ended['state']} after {ended['seconds_used']} s")
+        if recorder:  # last: whatever happens to the file, the session is ended first
+            await recorder.stop()
     print(f"saved {args.out}")
 
 
@@ -224,6 +224,8 @@ def main() -> int:
     except TimeoutError:
         print("error: the server stopped answering in time", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # the session was ended on the way out (play's `finally`)
+        return 130
     return 0
 
 
