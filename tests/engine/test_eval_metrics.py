@@ -11,6 +11,8 @@ from engine.eval.classifiers import (
     ACTIONS,
     SHIFT_X,
     SHIFT_Y,
+    AudioJudge,
+    InverseDynamics,
     action_class,
     action_targets,
     audio_targets,
@@ -150,3 +152,15 @@ def test_shift_costs_find_the_shift_between_two_frames():
     best = cost.mean((2, 3)).argmin(1).item()
     dy, dx = divmod(best, 2 * SHIFT_X + 1)
     assert (dy - SHIFT_Y, dx - SHIFT_X) == (0, 2)  # at half resolution: 2 of its pixels
+
+
+def test_judges_train_on_the_inputs_they_read():
+    """Training feeds precomputed shift costs and spectrograms to the judges' `net`; reading
+    goes through `forward`: both must see the same input."""
+    torch.manual_seed(0)
+    before, after = torch.rand(3, 3, 128, 128), torch.rand(3, 3, 128, 128)
+    idm = InverseDynamics().eval()
+    assert torch.allclose(idm(before, after), idm.net(idm.features(before, after)))
+    audio = torch.rand(3, 800) * 2 - 1
+    judge = AudioJudge().eval()
+    assert torch.allclose(judge(audio), judge.net(AudioJudge.features(audio)))
