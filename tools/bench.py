@@ -14,14 +14,14 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
+from tools.daphne import REPO, daphne_argv
+
 PASSWORD = "bench-Pass-phrase-1"
 
 # Reads the 16-block stamp from each decoded frame and matches it against key presses.
@@ -125,18 +125,7 @@ def run(sessions: int, seconds: float, screenshot: str | None = None) -> dict:
     port = 8765
     log = (workdir / "daphne.log").open("w")
     server = subprocess.Popen(
-        namespace.wrap(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "worldsite.asgi:application",
-            ]
-        ),
+        namespace.wrap(daphne_argv(port)),
         cwd=REPO,
         env={**os.environ, **_server_env(workdir, sessions)},
         stdout=log,

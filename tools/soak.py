@@ -30,7 +30,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tools.daphne import REPO, daphne_argv
+
 MEMORY_BOUND_MB = 150  # server RSS growth allowed from the first live session to the end
 GRACE_S = 4  # reconnect grace in the soak server (short, so closed tabs free slots fast)
 START_TIMEOUT_S = 10  # -> abandoned sessions are swept after 20 s
@@ -123,16 +124,7 @@ class Soak:
         port = _free_port()
         log = (self.var_dir / "daphne.log").open("w")
         self.server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "worldsite.asgi:application",
-            ],
+            daphne_argv(port),
             cwd=REPO,
             env={**os.environ},
             stdout=log,
@@ -190,7 +182,8 @@ class Soak:
             await player.send({"type": "end"})
             await asyncio.wait_for(player.final.wait(), 20)
 
-    async def play_and_end(self) -> None:
+    async def _play_once(self, seconds: tuple[float, float], *, end: bool) -> None:
+        """Reserve, connect, play for a random time, then end or just close the page."""
         session_id, cookie = await self._reserve()
         if session_id is None:
             return
@@ -198,22 +191,18 @@ class Soak:
         try:
             await player.connect()
             if await self._until_live(player):
-                await self._play(player, self.rng.uniform(3, 8))
-                await self._end(player)
+                await self._play(player, self.rng.uniform(*seconds))
+                if end:
+                    await self._end(player)
         finally:
             await player.close()
 
+    async def play_and_end(self) -> None:
+        await self._play_once((3, 8), end=True)
+
     async def close_tab(self) -> None:
-        session_id, cookie = await self._reserve()
-        if session_id is None:
-            return
-        player = self._client(session_id, cookie)
-        try:
-            await player.connect()
-            if await self._until_live(player):
-                await self._play(player, self.rng.uniform(2, 5))
-        finally:
-            await player.close()  # no "end": the worker ends it after the grace period
+        # no "end": the worker ends it after the grace period
+        await self._play_once((2, 5), end=False)
 
     async def reload(self) -> None:
         session_id, cookie = await self._reserve()
