@@ -22,6 +22,7 @@ import torch
 
 from engine.model.audio_ae import AudioAE, AudioAEConfig, float_to_int16, int16_to_float
 from engine.model.checkpoint import load_checkpoint
+from engine.model.conv_world import ConvWorldModel
 from engine.model.inputs import input_features
 from engine.model.text import TextEncoder
 from engine.model.video_ae import (
@@ -31,9 +32,10 @@ from engine.model.video_ae import (
     image_token,
     tensor_to_frames,
 )
-from engine.model.world import WorldModel, WorldModelConfig
+from engine.model.world_loader import Generator, load_world_model
 from engine.spec import FPS, SAMPLE_RATE, SAMPLES_PER_FRAME, THEME_NAMES
 
+from .conv_rollout import ConvRollout
 from .events import Action, AudioIn, Event, EventError, Image, Prompt, parse_event
 from .openings import OPENINGS_FILE, Openings
 from .rollout import LatentRollout
@@ -66,7 +68,7 @@ class World:
         self,
         video_ae: VideoAE,
         audio_ae: AudioAE,
-        model: WorldModel,
+        model: Generator,
         text_encoder: TextEncoder | None = None,
         openings: Openings | None = None,
     ):
@@ -102,7 +104,7 @@ class World:
         world = cls(
             load_checkpoint(folder / "video_ae.pt", VideoAE, VideoAEConfig),
             load_checkpoint(folder / "audio_ae.pt", AudioAE, AudioAEConfig),
-            load_checkpoint(folder / "world.pt", WorldModel, WorldModelConfig),
+            load_world_model(folder / "world.pt"),
             openings=Openings.load(openings) if openings.exists() else None,
         )
         if preload_text:
@@ -111,9 +113,12 @@ class World:
 
     def new_rollout(
         self, theme: int, image: torch.Tensor | None = None, seed: int = 0, steps: int | None = None
-    ) -> LatentRollout:
-        """A latent rollout as these weights are meant to run (projection per the config):
-        sessions, eval and measurements should all build theirs here."""
+    ) -> LatentRollout | ConvRollout:
+        """A latent rollout as these weights are meant to run (the generator's own rollout,
+        projection per the config): sessions, eval and measurements should all build theirs
+        here."""
+        if isinstance(self.model, ConvWorldModel):
+            return ConvRollout(self.model, theme, image, seed=seed)
         project = self.video_ae if self.model.config.project_context else None
         return LatentRollout(self.model, theme, image, seed=seed, steps=steps, project=project)
 

@@ -5,7 +5,8 @@ ship, text-table (sentence embeddings for a machine without the text encoder), o
 contact sheets per theme), audio-study (what a per-frame audio latent can carry; SNR and
 log-spectral distance of audio tokenizers on held-out audio), or the issue-11 fine-tunes
 warm-started from shipped weights (engine/train/finetune.py): latents, errorbank, finetune,
-decoder.
+decoder; or conv, the convolutional world model trained on its own unrolled rollouts
+(engine/train/conv_generator.py).
 
 Every stage resumes from its checkpoint under --out when re-run with the same arguments.
 """
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
             "decoder",
             "latents",
             "audio-study",
+            "conv",
         ),
     )
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
@@ -126,6 +128,16 @@ def main(argv: list[str] | None = None) -> int:
         "--long-runs", type=int, default=2, help="measure: walking rollouts for brightness drift"
     )
     parser.add_argument("--batch", type=int, default=None, help="finetune/decoder: batch size")
+    parser.add_argument("--init", default=None, help="conv: a conv world.pt to warm-start from")
+    parser.add_argument(
+        "--unroll", type=int, default=None, help="conv: frames predicted in a chain per window"
+    )
+    parser.add_argument(
+        "--width", type=int, default=None, help="conv: channels at 16x16 (a new model only)"
+    )
+    parser.add_argument(
+        "--width-low", type=int, default=None, help="conv: channels at 8x8 and 4x4 (new model)"
+    )
     parser.add_argument(
         "--refine-width",
         type=int,
@@ -244,6 +256,27 @@ def main(argv: list[str] | None = None) -> int:
             path = train_decoder(
                 DecoderTuneConfig(**{k: v for k, v in fields.items() if v is not None})
             )
+    elif args.stage == "conv":
+        from .conv_generator import ConvTrainConfig, train_conv
+
+        fields = {
+            "data": args.data,
+            "out": args.out,
+            "device": args.device,
+            "weights": args.weights,
+            "init": args.init,
+            "steps": args.steps,
+            "batch": args.batch,
+            "unroll": args.unroll,
+            "width": args.width,
+            "width_low": args.width_low,
+            "seed": args.seed,
+            "minutes": args.minutes,
+            "text_table": args.text_table,
+            "bank_share": args.bank_share,
+            "threads": args.threads,
+        }
+        path = train_conv(ConvTrainConfig(**{k: v for k, v in fields.items() if v is not None}))
     elif args.stage == "latents":
         from .finetune import latent_bank
 
@@ -254,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.stage == "errorbank":
         import json
 
+        from engine.model.world import WorldModel
         from engine.runtime.session import World
 
         from .errorbank import collect
@@ -261,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
 
         data_cfg = data_config(args)
         loaded = World.load(data_cfg.weights)
+        if not isinstance(loaded.model, WorldModel):
+            parser.error(
+                "errorbank collects the token transformer's histories; the conv model "
+                "collects its own while it trains (conv --bank-share)"
+            )
         bank, frames = latent_bank(data_cfg, torch.device("cpu"))
         errors = collect(
             loaded.model,

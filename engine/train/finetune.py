@@ -25,6 +25,7 @@ import torch
 from tqdm import tqdm
 
 from engine.model.checkpoint import load_checkpoint, save_checkpoint
+from engine.model.conv_world import ConvWorldModel
 from engine.model.video_ae import PatchDiscriminator, VideoAE, VideoAEConfig, frames_to_tensor
 from engine.model.world import WorldModel, WorldModelConfig
 from engine.runtime.openings import OPENINGS_FILE
@@ -134,7 +135,11 @@ def trained_parameters(model: WorldModel, audio_only: bool) -> list[torch.nn.Par
 
 
 def write_weights(
-    cfg, out: Path, world: WorldModel | None = None, video_ae: VideoAE | None = None, step: int = 0
+    cfg,
+    out: Path,
+    world: WorldModel | ConvWorldModel | None = None,
+    video_ae: VideoAE | None = None,
+    step: int = 0,
 ) -> Path:
     """A complete weights folder: the tuned parts as fp16 (copies: training goes on), the rest
     copied from the warm start."""

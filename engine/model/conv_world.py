@@ -1,0 +1,188 @@
+"""The convolutional world model: frame t's video and audio latents from the last frames.
+
+One network evaluation per frame, no tokens. The last `context` latents (16x16xC each) are
+stacked as channels and run through a small U-Net (16x16 -> 8x8 -> 4x4, one self-attention
+over the 16 cells of the coarsest level) whose every block is modulated (FiLM) by one
+conditioning vector: the held keys and camera deltas of frame t, a sentence typed at t, the
+last sentences typed (sink memory: oldest to newest, with how long ago each arrived), the
+theme, the reference picture and how noisy the context is. The output is added to the newest
+context latent, so "nothing changed" is the zero output the network starts from, and every
+cell's prediction mixes its neighbours across all borders (no tile grid, as the token model's
+per-patch readout had).
+
+Why this shape (engine/MODEL.md has the measurements): a deterministic step trained on its own
+unrolled rollouts (backpropagating through them) learns to keep a rollout on the data's
+manifold, where the flow-matching transformer drifted into a mosaic of its 4x4 latent tiles.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .world import INPUT_FEATURES
+
+MEMORY_SLOTS = 4  # sentences remembered (the runtime and the training data keep 4 as well)
+AGE_SCALE = 64.0  # frames; a sentence's age feature saturates after about 3 s
+
+
+@dataclass
+class ConvWorldConfig:
+    arch: str = "conv"  # tells loaders which generator a world.pt holds
+    latent_channels: int = 8
+    latent_size: int = 16
+    audio_dim: int = 32
+    text_dim: int = 384
+    image_dim: int = 128
+    themes: int = 5
+    context: int = 4  # latents stacked as the input
+    width: int = 48  # channels at 16x16
+    width_low: int = 96  # channels at 8x8 and 4x4
+    cond_dim: int = 128
+    run_noise: float = 0.0  # context noise level the model is told at run time
+    sampler_steps: int = 1  # one network evaluation per frame (reported by the benchmark)
+    project_context: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class Conditioning:
+    """Everything but the pictures that decides frame t, batched (B, ...)."""
+
+    inputs: torch.Tensor  # (B, 13) keys, camera deltas, audio-input features, image flag
+    text: torch.Tensor  # (B, text_dim) sentence typed at this frame (zeros if none)
+    memory: torch.Tensor  # (B, MEMORY_SLOTS, text_dim) last sentences, newest last, zeros empty
+    memory_age: torch.Tensor  # (B, MEMORY_SLOTS) frames since each arrived (0 where empty)
+    memory_valid: torch.Tensor  # (B, MEMORY_SLOTS) bool
+    theme: torch.Tensor  # (B,) theme ids
+    image: torch.Tensor  # (B, image_dim) pooled reference latent (zeros if none)
+    noise: torch.Tensor  # (B,) context noise level
+
+
+def noise_features(level: torch.Tensor, dim: int = 16) -> torch.Tensor:
+    """Sinusoidal features of a noise level in [0, 1]."""
+    freqs = torch.exp(-math.log(100.0) * torch.arange(dim // 2, device=level.device) / (dim // 2))
+    ang = level[:, None].float() * 100.0 * freqs
+    return torch.cat([ang.sin(), ang.cos()], dim=-1)
+
+
+class FiLMBlock(nn.Module):
+    """Residual block: norm, FiLM from the conditioning, conv, norm, conv."""
+
+    def __init__(self, cin: int, cout: int, cond_dim: int):
+        super().__init__()
+        self.norm1 = nn.GroupNorm(8, cin)
+        self.conv1 = nn.Conv2d(cin, cout, 3, padding=1)
+        self.film = nn.Linear(cond_dim, 2 * cout)
+        self.norm2 = nn.GroupNorm(8, cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+        nn.init.zeros_(self.film.weight)
+        nn.init.zeros_(self.film.bias)
+
+    def forward(self, x: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+        h = self.conv1(F.silu(self.norm1(x)))
+        scale, shift = self.film(cond)[:, :, None, None].chunk(2, dim=1)
+        h = F.silu(self.norm2(h) * (1 + scale) + shift)
+        return self.skip(x) + self.conv2(h)
+
+
+class CellAttention(nn.Module):
+    """Self-attention over the cells of a small feature map (global consistency: a turn moves
+    the whole picture, sky included)."""
+
+    def __init__(self, channels: int, heads: int = 4):
+        super().__init__()
+        self.norm = nn.GroupNorm(8, channels)
+        self.attn = nn.MultiheadAttention(channels, heads, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, c, h, w = x.shape
+        t = self.norm(x).flatten(2).transpose(1, 2)
+        out, _ = self.attn(t, t, t, need_weights=False)
+        return x + out.transpose(1, 2).reshape(b, c, h, w)
+
+
+class ConvWorldModel(nn.Module):
+    def __init__(self, config: ConvWorldConfig):
+        super().__init__()
+        self.config = cfg = config
+        c, w, wl, d = cfg.latent_channels, cfg.width, cfg.width_low, cfg.cond_dim
+        self.input_in = nn.Sequential(nn.Linear(INPUT_FEATURES, d), nn.SiLU(), nn.Linear(d, d))
+        self.text_in = nn.Linear(cfg.text_dim, d)
+        self.memory_in = nn.Linear(MEMORY_SLOTS * (cfg.text_dim + 1), d)
+        self.theme_in = nn.Embedding(cfg.themes, d)
+        self.image_in = nn.Linear(cfg.image_dim, d)
+        self.noise_in = nn.Linear(16, d)
+        self.cond_mlp = nn.Sequential(nn.SiLU(), nn.Linear(d, d), nn.SiLU())
+        self.stem = nn.Conv2d(cfg.context * (c + 1), w, 3, padding=1)
+        self.enc_hi = nn.ModuleList([FiLMBlock(w, w, d), FiLMBlock(w, w, d)])
+        self.down_mid = nn.Conv2d(w, wl, 3, stride=2, padding=1)
+        self.enc_mid = nn.ModuleList([FiLMBlock(wl, wl, d), FiLMBlock(wl, wl, d)])
+        self.down_lo = nn.Conv2d(wl, wl, 3, stride=2, padding=1)
+        self.lo = nn.ModuleList([FiLMBlock(wl, wl, d), FiLMBlock(wl, wl, d)])
+        self.attn = CellAttention(wl)
+        self.dec_mid = FiLMBlock(2 * wl, wl, d)
+        self.dec_hi = FiLMBlock(wl + w, w, d)
+        self.out_norm = nn.GroupNorm(8, w)
+        self.out = nn.Conv2d(w, c, 3, padding=1)
+        assert self.out.bias is not None
+        nn.init.zeros_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+        self.audio_head = nn.Sequential(
+            nn.Linear(wl + d + cfg.audio_dim, 2 * d), nn.SiLU(), nn.Linear(2 * d, cfg.audio_dim)
+        )
+
+    def condition(self, c: Conditioning) -> torch.Tensor:
+        """(B, cond_dim) conditioning vector."""
+        age = (c.memory_age.float() / AGE_SCALE).clamp(max=1.0) * c.memory_valid
+        mem = torch.cat([c.memory * c.memory_valid[..., None], age[..., None]], dim=-1)
+        h = (
+            self.input_in(c.inputs)
+            + self.text_in(c.text)
+            + self.memory_in(mem.flatten(1))
+            + self.theme_in(c.theme)
+            + self.image_in(c.image)
+            + self.noise_in(noise_features(c.noise))
+        )
+        return self.cond_mlp(h)
+
+    def forward(
+        self,
+        context: torch.Tensor,
+        valid: torch.Tensor,
+        prev_audio: torch.Tensor,
+        cond: Conditioning,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """context (B, K, C, S, S) oldest first, valid (B, K) which of them exist, prev_audio
+        (B, A) -> (next video latent (B, C, S, S), next audio latent (B, A))."""
+        b, k, _, s, _ = context.shape
+        mask = valid.float()[:, :, None, None, None]
+        planes = mask.expand(b, k, 1, s, s)
+        x = torch.cat([context * mask, planes], dim=2).flatten(1, 2)
+        e = self.condition(cond)
+        h = self.stem(x)
+        for block in self.enc_hi:
+            h = block(h, e)
+        skip_hi = h
+        h = self.down_mid(h)
+        for block in self.enc_mid:
+            h = block(h, e)
+        skip_mid = h
+        h = self.down_lo(h)
+        for block in self.lo:
+            h = block(h, e)
+        h = self.attn(h)
+        pooled = h.mean(dim=(2, 3))
+        h = F.interpolate(h, scale_factor=2, mode="nearest")
+        h = self.dec_mid(torch.cat([h, skip_mid], dim=1), e)
+        h = F.interpolate(h, scale_factor=2, mode="nearest")
+        h = self.dec_hi(torch.cat([h, skip_hi], dim=1), e)
+        delta = self.out(F.silu(self.out_norm(h)))
+        newest = context[:, -1] * mask[:, -1]
+        audio = self.audio_head(torch.cat([pooled, e, prev_audio], dim=-1))
+        return newest + delta, audio

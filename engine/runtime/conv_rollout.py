@@ -1,0 +1,115 @@
+"""Latent autoregression for the convolutional world model (engine/model/conv_world.py).
+
+The same surface as `LatentRollout` (observe, generate, add_text, set_image, last_frame), so
+sessions, the eval and measurements run either generator through `World.new_rollout`:
+
+    roll = ConvRollout(model, theme_id)
+    roll.observe(z, audio_latent, inputs, frame)     # a known frame
+    z, a = roll.generate(inputs, frame, text)        # the model's next frame
+
+A frame costs one network evaluation; the history is the last `context` latents.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from engine.model.conv_world import MEMORY_SLOTS, Conditioning, ConvWorldModel
+
+
+class ConvRollout:
+    def __init__(
+        self,
+        model: ConvWorldModel,
+        theme: int,
+        image_token: torch.Tensor | None = None,
+        seed: int = 0,
+        steps: int | None = None,
+        project: object | None = None,
+    ):
+        del seed, steps, project  # deterministic, one evaluation a frame, never re-encodes
+        self.model = model
+        cfg = model.config
+        self.theme = torch.tensor([theme])
+        self.image = self._image_row(image_token)
+        self.history: list[torch.Tensor] = []  # newest last, at most `context`
+        self.audio = torch.zeros(1, cfg.audio_dim)
+        self.texts: list[tuple[torch.Tensor, int]] = []  # (embedding, arrival frame)
+        self.frame = 0
+        self.last_frame: torch.Tensor | None = None  # never decoded here
+
+    def _image_row(self, token: torch.Tensor | None) -> torch.Tensor:
+        if token is None:
+            return torch.zeros(1, self.model.config.image_dim)
+        return token.float().view(1, -1)
+
+    def add_text(self, embedding: np.ndarray | torch.Tensor, frame: int | None = None) -> None:
+        arrival = self.frame if frame is None else frame
+        self.texts.append((torch.as_tensor(embedding, dtype=torch.float32).view(-1), arrival))
+        self.texts = self.texts[-MEMORY_SLOTS:]
+
+    def set_image(self, token: torch.Tensor) -> None:
+        self.image = self._image_row(token)
+
+    def _conditioning(self, inputs, frame: int, text) -> Conditioning:
+        cfg = self.model.config
+        memory = torch.zeros(1, MEMORY_SLOTS, cfg.text_dim)
+        age = torch.zeros(1, MEMORY_SLOTS)
+        valid = torch.zeros(1, MEMORY_SLOTS, dtype=torch.bool)
+        offset = MEMORY_SLOTS - len(self.texts)  # newest in the last slot, as in training
+        for i, (embedding, arrival) in enumerate(self.texts):
+            memory[0, offset + i] = embedding
+            age[0, offset + i] = frame - arrival
+            valid[0, offset + i] = True
+        now = torch.zeros(1, cfg.text_dim)
+        if text is not None:
+            now = torch.as_tensor(text, dtype=torch.float32).view(1, -1)
+        return Conditioning(
+            inputs=torch.as_tensor(inputs, dtype=torch.float32).view(1, -1),
+            text=now,
+            memory=memory,
+            memory_age=age,
+            memory_valid=valid,
+            theme=self.theme,
+            image=self.image,
+            noise=torch.full((1,), cfg.run_noise),
+        )
+
+    def _context(self) -> tuple[torch.Tensor, torch.Tensor]:
+        cfg = self.model.config
+        shape = (cfg.latent_channels, cfg.latent_size, cfg.latent_size)
+        missing = cfg.context - len(self.history)
+        frames = [torch.zeros(shape)] * missing + self.history
+        valid = torch.tensor([[False] * missing + [True] * len(self.history)])
+        return torch.stack(frames)[None], valid
+
+    def observe(
+        self,
+        z: torch.Tensor,
+        audio: torch.Tensor,
+        inputs,
+        frame: int,
+        text: np.ndarray | torch.Tensor | None = None,
+    ) -> None:
+        """A clean frame (known or just generated) joins the history. As with
+        `LatentRollout`, remembering a sentence is `add_text`'s job (`generate` does it);
+        `inputs` and `text` are what the frame was made from, which the next step does not
+        read."""
+        del inputs, text
+        cfg = self.model.config
+        self.history.append(z.reshape(cfg.latent_channels, cfg.latent_size, cfg.latent_size))
+        self.history = self.history[-cfg.context :]
+        self.audio = torch.as_tensor(audio).float().view(1, -1)
+        self.frame = frame + 1
+
+    def generate(
+        self, inputs, frame: int, text: np.ndarray | torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Frame `frame` from its inputs and any sentence typed at it; it joins the history."""
+        if text is not None:
+            self.add_text(text, frame)
+        context, valid = self._context()
+        z, a = self.model(context, valid, self.audio, self._conditioning(inputs, frame, text))
+        self.observe(z[0], a[0], inputs, frame)
+        return z[0], a[0]

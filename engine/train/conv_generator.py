@@ -1,0 +1,299 @@
+"""Train the convolutional world model (engine/model/conv_world.py) on its own rollouts.
+
+    python -m engine.train conv --data data/v3 --out runs/conv --minutes 30 [--error-bank]
+
+Every step takes windows of `context + unroll` true frames. The first `context` are the
+history (noised to a random level for part of the batch; the model is told the level, as
+GameNGen does); the model then predicts `unroll` frames one after another, each prediction
+becoming the newest history frame of the next, and the loss on every predicted frame is
+backpropagated through the whole chain. So the model is trained on exactly what it meets at
+play time, its own output as history, and learns to pull a drifting rollout back to the truth.
+
+Error Bank (R2): with `bank_share > 0`, every `bank_every` steps the current model rolls
+`bank_rollouts` windows out freely for up to `bank_horizon` frames and the histories it
+builds on the way (drifted brightness, blur, lost objects) are stored with where in the data
+they stand; that share of every later batch starts from a stored history instead of the
+true one, the targets being the true continuation. `bank_share = 0` is the ablation.
+
+Tokenizers and opening keyframes are frozen (copied from `weights`); the run resumes from
+`out/state.pt` and writes a complete weights folder `out/weights/` at every checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from engine.model.conv_world import Conditioning, ConvWorldConfig, ConvWorldModel
+from engine.model.world_loader import load_world_model
+
+from .bank import LatentBank
+from .common import (
+    Budget,
+    LossLog,
+    Throughput,
+    cosine_lr,
+    optimizer_step,
+    pick_device,
+    resume,
+    save_state,
+)
+from .finetune import write_weights
+from .latents import encode_dataset, tokenizer_fingerprint
+from .plots import line_plot
+
+
+@dataclass
+class ConvTrainConfig:
+    data: str = "data/v3"
+    weights: str = "engine/weights"  # tokenizers + openings (frozen); a conv world.pt warm-starts
+    init: str | None = None  # another conv world.pt to warm-start from
+    out: str = "runs/conv"
+    steps: int = 100_000
+    minutes: float | None = 30.0  # wall-clock budget (carries over resumes)
+    batch: int = 8
+    unroll: int = 4  # frames predicted in a chain per window
+    lr: float = 1e-3
+    audio_weight: float = 0.5
+    ctx_noise: float = 0.3  # most context noise (latents are unit-scale)
+    noise_share: float = 0.5  # windows whose history is noised
+    drop_share: float = 0.05  # windows that miss their oldest history frames (cold starts)
+    bank_share: float = 0.0  # share of every batch replayed from the Error Bank; 0 = none
+    bank_every: int = 40
+    bank_rollouts: int = 8
+    bank_horizon: int = 48
+    bank_size: int = 512
+    width: int = 48
+    width_low: int = 96
+    context: int = 4
+    text_table: str | None = None
+    threads: int | None = None
+    seed: int = 0
+    checkpoint_every: int = 50
+    device: str = "auto"
+
+
+@dataclass
+class ErrorHistories:
+    """Stored erroneous histories: (N, K, C, S, S) latents, their audio, the data row of the
+    first frame after each, and how far from the truth each history had drifted."""
+
+    video: torch.Tensor
+    audio: torch.Tensor
+    row: torch.Tensor
+    error: torch.Tensor
+
+    @classmethod
+    def empty(cls, k: int, c: int, s: int, a: int) -> ErrorHistories:
+        return cls(
+            torch.zeros(0, k, c, s, s),
+            torch.zeros(0, a),
+            torch.zeros(0, dtype=torch.long),
+            torch.zeros(0),
+        )
+
+    def add(self, other: ErrorHistories, size: int) -> ErrorHistories:
+        """Append, keeping the newest `size`."""
+        joined = [
+            torch.cat([a, b])[-size:]
+            for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)
+        ]
+        return ErrorHistories(*joined)
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return dataclasses.asdict(self)
+
+
+def conv_windows(bank: LatentBank, starts: torch.Tensor, window: int) -> dict[str, torch.Tensor]:
+    """`bank.windows` plus each frame's own sentence memory (B, T, K, ...): the last K
+    sentences typed at or before that frame, newest last, as the runtime lays them out
+    (a window's end can remember other sentences than its start)."""
+    w = bank.windows(starts, window)
+    rows = starts[:, None] + torch.arange(window, device=starts.device)
+    mem_rows = bank.memory_rows[rows]
+    valid = mem_rows >= 0
+    safe = mem_rows.clamp(min=0)
+    w["frame_mem_text"] = bank.text[safe] * valid[..., None]
+    w["frame_mem_age"] = (bank.local[rows][..., None] - bank.local[safe]) * valid
+    w["frame_mem_valid"] = valid
+    return w
+
+
+def frame_conditioning(w: dict[str, torch.Tensor], t: int, noise: torch.Tensor) -> Conditioning:
+    """What the model is told for window position t (windows from `conv_windows`)."""
+    return Conditioning(
+        inputs=w["inputs"][:, t],
+        text=w["text"][:, t],
+        memory=w["frame_mem_text"][:, t],
+        memory_age=w["frame_mem_age"][:, t],
+        memory_valid=w["frame_mem_valid"][:, t],
+        theme=w["theme"],
+        image=w["image"] * w["has_image"][:, None],
+        noise=noise,
+    )
+
+
+def unrolled_loss(
+    model: ConvWorldModel,
+    w: dict[str, torch.Tensor],
+    cfg: ConvTrainConfig,
+    gen: torch.Generator,
+    history: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(loss, video loss, audio loss) of predicting the last `unroll` frames of each window in
+    a chain from its first `context`. `history` (video, audio, rows bool) replaces the history
+    of the chosen windows with stored erroneous ones (the Error Bank)."""
+    k = model.config.context
+    b = w["video"].shape[0]
+    dev = w["video"].device
+    ctx = w["video"][:, :k]
+    prev_audio = w["audio"][:, k - 1]
+    noise = torch.rand(b, generator=gen).to(dev) * cfg.ctx_noise
+    noise = noise * (torch.rand(b, generator=gen).to(dev) < cfg.noise_share)
+    ctx = ctx + noise[:, None, None, None, None] * torch.randn(ctx.shape, generator=gen).to(dev)
+    if history is not None:
+        bad_v, bad_a, rows = history
+        ctx = torch.where(rows[:, None, None, None, None], bad_v, ctx)
+        prev_audio = torch.where(rows[:, None], bad_a, prev_audio)
+        noise = torch.where(rows, torch.zeros_like(noise), noise)
+    valid = torch.ones(b, k, dtype=torch.bool, device=dev)
+    dropped = torch.rand(b, generator=gen).to(dev) < cfg.drop_share
+    missing = torch.randint(1, k + 1, (b,), generator=gen).to(dev)
+    valid &= ~(dropped[:, None] & (torch.arange(k, device=dev)[None] < missing[:, None]))
+    video_loss = audio_loss = torch.zeros((), device=dev)
+    for r in range(cfg.unroll):
+        t = k + r
+        z, a = model(ctx, valid, prev_audio, frame_conditioning(w, t, noise))
+        target = w["video"][:, t]
+        video_loss = video_loss + F.mse_loss(z, target) + 0.5 * F.l1_loss(z, target)
+        audio_loss = audio_loss + F.mse_loss(a, w["audio"][:, t])
+        ctx = torch.cat([ctx[:, 1:], z[:, None]], dim=1)
+        valid = torch.cat([valid[:, 1:], torch.ones(b, 1, dtype=torch.bool, device=dev)], dim=1)
+        prev_audio = a
+    video_loss, audio_loss = video_loss / cfg.unroll, audio_loss / cfg.unroll
+    return video_loss + cfg.audio_weight * audio_loss, video_loss, audio_loss
+
+
+@torch.no_grad()
+def collect_histories(
+    model: ConvWorldModel, bank: LatentBank, cfg: ConvTrainConfig, gen: torch.Generator
+) -> ErrorHistories:
+    """Free rollouts of the current model from true history; the histories it builds at a few
+    horizons, each with the data row that follows it (room is left for `unroll` targets)."""
+    k = model.config.context
+    length = k + cfg.bank_horizon + cfg.unroll
+    starts = bank.sample(cfg.bank_rollouts, length, gen, first_frame_share=0.0)
+    w = conv_windows(bank, starts, length)
+    marks = {h for h in (4, 12, 24, cfg.bank_horizon) if h <= cfg.bank_horizon}
+    zeros = torch.zeros(len(starts), device=starts.device)
+    ctx, audio = w["video"][:, :k], w["audio"][:, k - 1]
+    valid = torch.ones(len(starts), k, dtype=torch.bool, device=starts.device)
+    found = []
+    model.eval()
+    for h in range(1, cfg.bank_horizon + 1):
+        t = k + h - 1
+        z, audio = model(ctx, valid, audio, frame_conditioning(w, t, zeros))
+        ctx = torch.cat([ctx[:, 1:], z[:, None]], dim=1)
+        if h in marks:
+            error = (ctx - w["video"][:, t - k + 1 : t + 1]).pow(2).mean(dim=(1, 2, 3, 4))
+            found.append(ErrorHistories(ctx.clone(), audio.clone(), starts + t + 1, error))
+    model.train()
+    out = found[0]
+    for more in found[1:]:
+        out = out.add(more, size=10**9)
+    return out
+
+
+def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
+    """A conv generator to warm-start from (`init`, else the weights folder's own if it is
+    one), or a new one."""
+    for path in (cfg.init, Path(cfg.weights) / "world.pt"):
+        if path is not None and Path(path).exists():
+            model = load_world_model(path)
+            if isinstance(model, ConvWorldModel):
+                return model
+            if path == cfg.init:
+                raise ValueError(f"{path} holds no convolutional world model")
+    return ConvWorldModel(
+        ConvWorldConfig(width=cfg.width, width_low=cfg.width_low, context=cfg.context)
+    )
+
+
+def train_conv(cfg: ConvTrainConfig) -> Path:
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    device = pick_device(cfg.device)
+    torch.manual_seed(cfg.seed)
+    cache = out.parent / (
+        f"{Path(cfg.data).name}_latents_{tokenizer_fingerprint(cfg.weights)[:10]}.pt"
+    )
+    episodes, table = encode_dataset(cfg.data, cfg.weights, cache, device, cfg.text_table)
+    model = initial_model(cfg)
+    bank = LatentBank.build(episodes, table, device, model.config.image_dim)
+    model = model.to(device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
+    state = out / "state.pt"
+    step, spent = resume(state, model=model, opt=opt)
+    c, s, a = model.config.latent_channels, model.config.latent_size, model.config.audio_dim
+    errors = ErrorHistories.empty(model.config.context, c, s, a)
+    if state.exists() and "errors" in (saved := torch.load(state, weights_only=True)):
+        errors = ErrorHistories(**saved["errors"])
+    budget = Budget(cfg.minutes, spent) if cfg.minutes else None
+    gen = torch.Generator().manual_seed(cfg.seed * 100_003 + step)
+    log = LossLog(out / "loss.jsonl")
+    window = model.config.context + cfg.unroll
+    bar = tqdm(total=cfg.steps, initial=step, desc="conv world", unit="step", mininterval=10)
+    speed = Throughput(device, frames_per_step=cfg.batch * cfg.unroll)
+
+    def frac() -> float:
+        done = step / cfg.steps
+        return max(done, budget.spent / budget.seconds) if budget is not None else done
+
+    while frac() < 1:
+        for g in opt.param_groups:
+            g["lr"] = cosine_lr(cfg.lr, frac(), step, warmup=50)
+        if cfg.bank_share > 0 and step % cfg.bank_every == 0:
+            errors = errors.add(collect_histories(model, bank, cfg, gen), cfg.bank_size)
+        starts = bank.sample(cfg.batch, window, gen, first_frame_share=0.0)
+        history = None
+        n_bad = int(round(cfg.bank_share * cfg.batch)) if len(errors.row) else 0
+        if n_bad:
+            pick = torch.randint(len(errors.row), (n_bad,), generator=gen).to(errors.row.device)
+            first = errors.row[pick].to(device) - model.config.context
+            starts = torch.cat([starts[: cfg.batch - n_bad], first])
+            rows = torch.arange(cfg.batch, device=device) >= cfg.batch - n_bad
+            pad = cfg.batch - n_bad
+            bad_v = torch.cat(
+                [errors.video[pick][:1].expand(pad, -1, -1, -1, -1) * 0, errors.video[pick]]
+            )
+            bad_a = torch.cat([errors.audio[pick][:1].expand(pad, -1) * 0, errors.audio[pick]])
+            history = (bad_v.to(device), bad_a.to(device), rows)
+        w = conv_windows(bank, starts, window)
+        loss, vl, al = unrolled_loss(model, w, cfg, gen, history)
+        optimizer_step(opt, loss, clip=model.parameters())
+        step += 1
+        speed.tick()
+        bar.update()
+        log.add(step, loss=loss.item(), video=vl.item(), audio=al.item())
+        bar.set_postfix(video=f"{vl.item():.3f}", audio=f"{al.item():.3f}", refresh=False)
+        if step % cfg.checkpoint_every == 0 or frac() >= 1:
+            save_state(
+                state,
+                step,
+                budget.spent if budget else 0.0,
+                {"train": dataclasses.asdict(cfg), "errors": errors.state()},
+                model=model,
+                opt=opt,
+            )
+            line_plot(out / "loss.png", log.series("video", "audio"), "conv world: unrolled loss")
+            write_weights(cfg, out, world=model, step=step)
+    bar.close()
+    speed.report()
+    return write_weights(cfg, out, world=model, step=step)

@@ -1,0 +1,209 @@
+"""The convolutional world model: its step, its rollout, and training on its own rollouts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from engine.model.checkpoint import save_checkpoint
+from engine.model.conv_world import MEMORY_SLOTS, Conditioning, ConvWorldConfig, ConvWorldModel
+from engine.model.world import INPUT_FEATURES
+from engine.model.world_loader import load_world_model
+from engine.runtime.conv_rollout import ConvRollout
+from engine.train.bank import LatentBank
+from engine.train.conv_generator import (
+    ConvTrainConfig,
+    collect_histories,
+    conv_windows,
+    frame_conditioning,
+    unrolled_loss,
+)
+
+from .test_train_generator import episode, table
+
+
+def small(context: int = 3) -> ConvWorldModel:
+    torch.manual_seed(0)
+    return ConvWorldModel(ConvWorldConfig(width=16, width_low=16, cond_dim=16, context=context))
+
+
+def conditioning(b: int = 2) -> Conditioning:
+    return Conditioning(
+        inputs=torch.zeros(b, INPUT_FEATURES),
+        text=torch.zeros(b, 384),
+        memory=torch.zeros(b, MEMORY_SLOTS, 384),
+        memory_age=torch.zeros(b, MEMORY_SLOTS),
+        memory_valid=torch.zeros(b, MEMORY_SLOTS, dtype=torch.bool),
+        theme=torch.zeros(b, dtype=torch.long),
+        image=torch.zeros(b, 128),
+        noise=torch.zeros(b),
+    )
+
+
+def test_a_new_model_copies_the_newest_frame_and_ignores_missing_history():
+    model = small()
+    ctx = torch.randn(2, 3, 8, 16, 16)
+    valid = torch.ones(2, 3, dtype=torch.bool)
+    z, a = model(ctx, valid, torch.zeros(2, 32), conditioning())
+    assert z.shape == (2, 8, 16, 16) and a.shape == (2, 32)
+    assert torch.allclose(z, ctx[:, -1])  # the zero-initialised output: "nothing changed"
+    with torch.no_grad():
+        model.out.bias.fill_(0.1)  # now it does change the picture
+    valid[:, 0] = False
+    changed = ctx.clone()
+    changed[:, 0] = 100.0  # a frame marked missing must not matter
+    z1, _ = model(ctx, valid, torch.zeros(2, 32), conditioning())
+    z2, _ = model(changed, valid, torch.zeros(2, 32), conditioning())
+    assert torch.allclose(z1, z2)
+
+
+def test_the_world_loader_tells_the_two_generators_apart(tmp_path):
+    from engine.model.world import WorldModel, WorldModelConfig
+
+    save_checkpoint(tmp_path / "conv.pt", small(), half=True)
+    save_checkpoint(
+        tmp_path / "tokens.pt", WorldModel(WorldModelConfig(width=32, depth=1, heads=2))
+    )
+    assert isinstance(load_world_model(tmp_path / "conv.pt"), ConvWorldModel)
+    assert isinstance(load_world_model(tmp_path / "tokens.pt"), WorldModel)
+
+
+def test_training_lays_out_memory_exactly_as_the_rollout_does():
+    """A window whose sentences arrive at frames 3 and 12 (and 5, 7, 9 in the second episode):
+    at every position the training conditioning equals what ConvRollout builds at run time."""
+    eps = [episode(frames=20, prompt_rows=(3, 12)), episode(prompt_rows=(3, 5, 7, 9, 12), seed=1)]
+    tab = table()
+    bank = LatentBank.build(eps, tab)
+    for start in (0, 20 + 4):
+        w = conv_windows(bank, torch.tensor([start]), window=14)
+        ep = eps[0] if start < 20 else eps[1]
+        roll = ConvRollout(small(), theme=ep.theme)
+        first = int(w["frame"][0, 0])
+        for row, text in zip(ep.prompt_rows, ep.prompt_texts, strict=True):
+            if row < first:
+                roll.add_text(tab[text], frame=row)
+        for t in range(14):
+            frame = int(w["frame"][0, t])
+            if frame in ep.prompt_rows:
+                roll.add_text(tab[ep.prompt_texts[ep.prompt_rows.index(frame)]], frame=frame)
+            run_time = roll._conditioning(w["inputs"][0, t], frame, None)
+            trained = frame_conditioning(w, t, torch.zeros(1))
+            assert torch.equal(trained.memory_valid, run_time.memory_valid), (start, t)
+            assert torch.allclose(trained.memory, run_time.memory), (start, t)
+            assert torch.equal(trained.memory_age.float(), run_time.memory_age), (start, t)
+
+
+def test_unrolled_training_backpropagates_through_its_own_predictions():
+    bank = LatentBank.build([episode(frames=30), episode(frames=30, seed=1)], table())
+    model = small().train()
+    cfg = ConvTrainConfig(unroll=3, noise_share=0.0, drop_share=0.0)
+    w = conv_windows(bank, torch.tensor([0, 35]), window=3 + cfg.unroll)
+    loss, video, audio = unrolled_loss(model, w, cfg, torch.Generator().manual_seed(0))
+    loss.backward()
+    # the stem only reaches the loss through the chain of predictions (the first step of an
+    # untrained model copies, but later steps read the earlier predictions)
+    assert model.stem.weight.grad is not None and model.stem.weight.grad.abs().sum() > 0
+    assert torch.isfinite(video) and torch.isfinite(audio)
+
+
+def test_a_few_steps_on_one_batch_lower_the_unrolled_loss():
+    bank = LatentBank.build([episode(frames=30)], table())
+    model = small().train()
+    cfg = ConvTrainConfig(unroll=2, noise_share=0.0, drop_share=0.0)
+    w = conv_windows(bank, torch.tensor([0, 5, 10]), window=5)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(40):
+        loss, _, _ = unrolled_loss(model, w, cfg, torch.Generator().manual_seed(0))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.8 * losses[0], losses
+
+
+def test_error_bank_histories_point_at_their_true_continuation():
+    bank = LatentBank.build([episode(frames=80), episode(frames=80, seed=1)], table())
+    cfg = ConvTrainConfig(bank_rollouts=4, bank_horizon=12, unroll=2)
+    found = collect_histories(small(), bank, cfg, torch.Generator().manual_seed(0))
+    assert len(found.row) == 4 * 2  # stored at horizons 4 and 12
+    assert found.video.shape[1:] == (3, 8, 16, 16)
+    # room for the targets after each history, inside its episode
+    ends = bank.local[found.row] + cfg.unroll
+    assert (ends <= bank.lengths[bank.episode[found.row]]).all()
+    assert (found.error >= 0).all()
+
+
+def test_a_conv_weights_folder_plays_through_the_runtime_deterministically(tmp_path):
+    from engine.model.audio_ae import AudioAE, AudioAEConfig
+    from engine.model.video_ae import VideoAE, VideoAEConfig
+    from engine.runtime.session import World
+
+    save_checkpoint(tmp_path / "video_ae.pt", VideoAE(VideoAEConfig(stem=8, widths=(8, 8, 8))))
+    save_checkpoint(tmp_path / "audio_ae.pt", AudioAE(AudioAEConfig(width=8)))
+    model = small(context=4)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))  # a model whose picture follows the inputs
+    save_checkpoint(tmp_path / "world.pt", model, half=True)
+    world = World.load(tmp_path)
+    assert isinstance(world.model, ConvWorldModel)
+
+    def play(keys: tuple[str, ...]) -> np.ndarray:
+        session = world.start(seed=2, theme="frost_valley")
+        frames = []
+        for t in range(8):
+            session.push({"kind": "action", "keys": list(keys) if t >= 4 else []})
+            if t == 2:
+                session.push({"kind": "prompt", "text": "make it night"})
+            frames.append(session.next_chunk().video)
+        return np.concatenate(frames)
+
+    a, b, walked = play(()), play(()), play(("W",))
+    assert a.shape[1:] == (128, 128, 3) and len(a) == 2 + 4 + 5  # a sentence opens 4 frames
+    assert np.array_equal(a, b)
+    assert np.array_equal(a[:7], walked[:7]) and not np.array_equal(a[7:], walked[7:])
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5])
+def test_training_writes_weights_and_resumes(tmp_path, share, monkeypatch):
+    import engine.train.conv_generator as conv
+
+    eps = [episode(frames=80), episode(frames=80, seed=1)]
+    monkeypatch.setattr(conv, "encode_dataset", lambda *a, **k: (eps, table()))
+    monkeypatch.setattr(conv, "tokenizer_fingerprint", lambda *a: "0" * 40)
+    from engine.model.audio_ae import AudioAE, AudioAEConfig
+    from engine.model.video_ae import VideoAE, VideoAEConfig
+
+    base = tmp_path / "base"
+    save_checkpoint(base / "video_ae.pt", VideoAE(VideoAEConfig(stem=8, widths=(8, 8, 8))))
+    save_checkpoint(base / "audio_ae.pt", AudioAE(AudioAEConfig(width=8)))
+    cfg = ConvTrainConfig(
+        weights=str(base),
+        out=str(tmp_path / "run"),
+        steps=4,
+        minutes=None,
+        batch=4,
+        unroll=2,
+        width=16,
+        width_low=16,
+        context=3,
+        bank_share=share,
+        bank_every=2,
+        bank_rollouts=2,
+        bank_horizon=8,
+        checkpoint_every=2,
+    )
+    dest = conv.train_conv(cfg)
+    assert sorted(p.name for p in dest.iterdir()) == ["audio_ae.pt", "video_ae.pt", "world.pt"]
+    first = load_world_model(dest / "world.pt")
+    assert isinstance(first, ConvWorldModel) and first.config.context == 3
+    saved = torch.load(tmp_path / "run" / "state.pt", weights_only=True)
+    assert saved["step"] == 4 and (len(saved["errors"]["row"]) > 0) == (share > 0)
+    conv.train_conv(dataclasses.replace(cfg, steps=6))  # resumes from step 4
+    assert torch.load(tmp_path / "run" / "state.pt", weights_only=True)["step"] == 6
+    rows = (tmp_path / "run" / "loss.jsonl").read_text().splitlines()
+    assert len(rows) == 6 and (tmp_path / "run" / "loss.png").exists()
