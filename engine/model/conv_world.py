@@ -44,6 +44,9 @@ class ConvWorldConfig:
     width_low: int = 96  # channels at 8x8 and 4x4
     cond_dim: int = 128
     run_noise: float = 0.0  # context noise level the model is told at run time
+    flow: bool = False  # also predict a motion field that moves the newest latent (a warp)
+    clamp: float = 8.0  # outputs are kept within +-clamp (unit-scale latents; a free rollout
+    # that feeds an outlier back must not run away)
     sampler_steps: int = 1  # one network evaluation per frame (reported by the benchmark)
     project_context: bool = False
     extra: dict = field(default_factory=dict)
@@ -133,6 +136,11 @@ class ConvWorldModel(nn.Module):
         assert self.out.bias is not None
         nn.init.zeros_(self.out.weight)
         nn.init.zeros_(self.out.bias)
+        self.flow_out = nn.Conv2d(w, 2, 3, padding=1) if cfg.flow else None
+        if self.flow_out is not None:  # starts at "nothing moves", like the picture head
+            assert self.flow_out.bias is not None
+            nn.init.zeros_(self.flow_out.weight)
+            nn.init.zeros_(self.flow_out.bias)
         self.audio_head = nn.Sequential(
             nn.Linear(wl + d + cfg.audio_dim, 2 * d), nn.SiLU(), nn.Linear(2 * d, cfg.audio_dim)
         )
@@ -182,7 +190,22 @@ class ConvWorldModel(nn.Module):
         h = self.dec_mid(torch.cat([h, skip_mid], dim=1), e)
         h = F.interpolate(h, scale_factor=2, mode="nearest")
         h = self.dec_hi(torch.cat([h, skip_hi], dim=1), e)
-        delta = self.out(F.silu(self.out_norm(h)))
+        features = F.silu(self.out_norm(h))
+        delta = self.out(features)
         newest = context[:, -1] * mask[:, -1]
+        if self.flow_out is not None:
+            newest = warp(newest, self.flow_out(features))
         audio = self.audio_head(torch.cat([pooled, e, prev_audio], dim=-1))
-        return newest + delta, audio
+        limit = self.config.clamp
+        return (newest + delta).clamp(-limit, limit), audio.clamp(-limit, limit)
+
+
+def warp(latent: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+    """Move a latent (B, C, S, S) by a field (B, 2, S, S) of displacements in cells (x, y):
+    each output cell reads the input at its own position minus the displacement (bilinear;
+    outside the frame reads the nearest border cell)."""
+    b, _, s, _ = latent.shape
+    steps = torch.linspace(-1.0, 1.0, s, device=latent.device)
+    gy, gx = torch.meshgrid(steps, steps, indexing="ij")
+    grid = torch.stack([gx, gy], dim=-1)[None] - flow.permute(0, 2, 3, 1) * (2.0 / (s - 1))
+    return F.grid_sample(latent, grid, mode="bilinear", padding_mode="border", align_corners=True)

@@ -136,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         "--width", type=int, default=None, help="conv: channels at 16x16 (a new model only)"
     )
     parser.add_argument(
+        "--flow", action="store_true", help="conv: a new model also predicts a motion field"
+    )
+    parser.add_argument(
         "--width-low", type=int, default=None, help="conv: channels at 8x8 and 4x4 (new model)"
     )
     parser.add_argument(
@@ -270,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             "unroll": args.unroll,
             "width": args.width,
             "width_low": args.width_low,
+            "flow": args.flow or None,
             "seed": args.seed,
             "minutes": args.minutes,
             "text_table": args.text_table,

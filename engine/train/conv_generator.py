@@ -71,6 +71,7 @@ class ConvTrainConfig:
     width: int = 48
     width_low: int = 96
     context: int = 4
+    flow: bool = False  # a new model also predicts a motion field (ConvWorldConfig.flow)
     text_table: str | None = None
     threads: int | None = None
     seed: int = 0
@@ -89,12 +90,12 @@ class ErrorHistories:
     error: torch.Tensor
 
     @classmethod
-    def empty(cls, k: int, c: int, s: int, a: int) -> ErrorHistories:
+    def empty(cls, k: int, c: int, s: int, a: int, device: torch.device) -> ErrorHistories:
         return cls(
-            torch.zeros(0, k, c, s, s),
-            torch.zeros(0, a),
-            torch.zeros(0, dtype=torch.long),
-            torch.zeros(0),
+            torch.zeros(0, k, c, s, s, device=device),
+            torch.zeros(0, a, device=device),
+            torch.zeros(0, dtype=torch.long, device=device),
+            torch.zeros(0, device=device),
         )
 
     def add(self, other: ErrorHistories, size: int) -> ErrorHistories:
@@ -220,7 +221,9 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
             if path == cfg.init:
                 raise ValueError(f"{path} holds no convolutional world model")
     return ConvWorldModel(
-        ConvWorldConfig(width=cfg.width, width_low=cfg.width_low, context=cfg.context)
+        ConvWorldConfig(
+            width=cfg.width, width_low=cfg.width_low, context=cfg.context, flow=cfg.flow
+        )
     )
 
 
@@ -242,9 +245,9 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
     state = out / "state.pt"
     step, spent = resume(state, model=model, opt=opt)
     c, s, a = model.config.latent_channels, model.config.latent_size, model.config.audio_dim
-    errors = ErrorHistories.empty(model.config.context, c, s, a)
+    errors = ErrorHistories.empty(model.config.context, c, s, a, device)
     if state.exists() and "errors" in (saved := torch.load(state, weights_only=True)):
-        errors = ErrorHistories(**saved["errors"])
+        errors = ErrorHistories(**{k: v.to(device) for k, v in saved["errors"].items()})
     budget = Budget(cfg.minutes, spent) if cfg.minutes else None
     gen = torch.Generator().manual_seed(cfg.seed * 100_003 + step)
     log = LossLog(out / "loss.jsonl")

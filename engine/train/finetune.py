@@ -28,6 +28,7 @@ from engine.model.checkpoint import load_checkpoint, save_checkpoint
 from engine.model.conv_world import ConvWorldModel
 from engine.model.video_ae import PatchDiscriminator, VideoAE, VideoAEConfig, frames_to_tensor
 from engine.model.world import WorldModel, WorldModelConfig
+from engine.model.world_loader import load_world_model
 from engine.runtime.openings import OPENINGS_FILE
 
 from .bank import LatentBank
@@ -104,8 +105,8 @@ def latent_bank(cfg, device: torch.device) -> tuple[LatentBank, np.ndarray]:
     episodes, table = encode_dataset(
         cfg.data, cfg.weights, cache, device=device, text_table=cfg.text_table
     )
-    model_cfg = load_checkpoint(Path(cfg.weights) / "world.pt", WorldModel, WorldModelConfig).config
-    bank = LatentBank.build(episodes, table, device, model_cfg.image_dim)
+    image_dim = load_world_model(Path(cfg.weights) / "world.pt").config.image_dim
+    bank = LatentBank.build(episodes, table, device, image_dim)
     return bank, frames_of_bank(cfg.data, len(episodes))
 
 

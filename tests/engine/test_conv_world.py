@@ -207,3 +207,28 @@ def test_training_writes_weights_and_resumes(tmp_path, share, monkeypatch):
     assert torch.load(tmp_path / "run" / "state.pt", weights_only=True)["step"] == 6
     rows = (tmp_path / "run" / "loss.jsonl").read_text().splitlines()
     assert len(rows) == 6 and (tmp_path / "run" / "loss.png").exists()
+
+
+def test_warp_moves_a_latent_by_whole_and_fractional_cells():
+    from engine.model.conv_world import warp
+
+    ramp = torch.arange(16.0).view(1, 1, 1, 16).expand(1, 3, 16, 16).contiguous()
+    right = torch.zeros(1, 2, 16, 16)
+    right[:, 0] = 1.0
+    assert torch.allclose(warp(ramp, torch.zeros(1, 2, 16, 16)), ramp, atol=1e-5)
+    assert torch.allclose(warp(ramp, right)[0, 0, 5, 1:], ramp[0, 0, 5, :-1], atol=1e-5)
+    assert torch.allclose(warp(ramp, right * 0.5)[0, 0, 5, 4], torch.tensor(3.5), atol=1e-5)
+
+
+def test_a_flow_model_starts_as_copy_last_and_its_motion_field_trains():
+    model = ConvWorldModel(
+        ConvWorldConfig(width=16, width_low=16, cond_dim=16, context=3, flow=True)
+    )
+    ctx = torch.randn(2, 3, 8, 16, 16)
+    z, _ = model(ctx, torch.ones(2, 3, dtype=torch.bool), torch.zeros(2, 32), conditioning())
+    assert torch.allclose(z, ctx[:, -1], atol=1e-5)
+    with torch.no_grad():
+        model.out_norm.bias.fill_(1.0)  # the flow head's zero weights get a gradient
+    z, _ = model(ctx, torch.ones(2, 3, dtype=torch.bool), torch.zeros(2, 32), conditioning())
+    (z - torch.roll(ctx[:, -1], 1, dims=-1)).pow(2).mean().backward()
+    assert model.flow_out is not None and model.flow_out.weight.grad.abs().sum() > 0
