@@ -45,6 +45,8 @@ class ConvWorldConfig:
     cond_dim: int = 128
     run_noise: float = 0.0  # context noise level the model is told at run time
     flow: bool = False  # also predict a motion field that moves the newest latent (a warp)
+    denoise: bool = False  # a flow-matching denoiser: the frame is sampled in sampler_steps
+    # passes from noise (the model sees the noisy frame and its level) instead of regressed
     clamp: float = 8.0  # outputs are kept within +-clamp (unit-scale latents; a free rollout
     # that feeds an outlier back must not run away)
     sampler_steps: int = 1  # one network evaluation per frame (reported by the benchmark)
@@ -64,6 +66,7 @@ class Conditioning:
     theme: torch.Tensor  # (B,) theme ids
     image: torch.Tensor  # (B, image_dim) pooled reference latent (zeros if none)
     noise: torch.Tensor  # (B,) context noise level
+    level: torch.Tensor | None = None  # (B,) flow level of the noisy target (denoising models)
 
 
 def noise_features(level: torch.Tensor, dim: int = 16) -> torch.Tensor:
@@ -122,7 +125,9 @@ class ConvWorldModel(nn.Module):
         self.image_in = nn.Linear(cfg.image_dim, d)
         self.noise_in = nn.Linear(16, d)
         self.cond_mlp = nn.Sequential(nn.SiLU(), nn.Linear(d, d), nn.SiLU())
-        self.stem = nn.Conv2d(cfg.context * (c + 1), w, 3, padding=1)
+        self.level_in = nn.Linear(16, d) if cfg.denoise else None
+        stem_in = cfg.context * (c + 1) + (c if cfg.denoise else 0)
+        self.stem = nn.Conv2d(stem_in, w, 3, padding=1)
         self.enc_hi = nn.ModuleList([FiLMBlock(w, w, d), FiLMBlock(w, w, d)])
         self.down_mid = nn.Conv2d(w, wl, 3, stride=2, padding=1)
         self.enc_mid = nn.ModuleList([FiLMBlock(wl, wl, d), FiLMBlock(wl, wl, d)])
@@ -157,6 +162,9 @@ class ConvWorldModel(nn.Module):
             + self.image_in(c.image)
             + self.noise_in(noise_features(c.noise))
         )
+        if self.level_in is not None:
+            assert c.level is not None, "a denoising model needs the target's flow level"
+            h = h + self.level_in(noise_features(c.level))
         return self.cond_mlp(h)
 
     def forward(
@@ -165,13 +173,19 @@ class ConvWorldModel(nn.Module):
         valid: torch.Tensor,
         prev_audio: torch.Tensor,
         cond: Conditioning,
+        noisy: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """context (B, K, C, S, S) oldest first, valid (B, K) which of them exist, prev_audio
-        (B, A) -> (next video latent (B, C, S, S), next audio latent (B, A))."""
+        (B, A) -> (next video latent (B, C, S, S), next audio latent (B, A)). A denoising model
+        also reads `noisy` (B, C, S, S), the frame at flow level `cond.level`, and returns its
+        estimate of the clean frame."""
         b, k, _, s, _ = context.shape
         mask = valid.float()[:, :, None, None, None]
         planes = mask.expand(b, k, 1, s, s)
         x = torch.cat([context * mask, planes], dim=2).flatten(1, 2)
+        if self.config.denoise:
+            assert noisy is not None, "a denoising model needs the noisy frame"
+            x = torch.cat([x, noisy], dim=1)
         e = self.condition(cond)
         h = self.stem(x)
         for block in self.enc_hi:
@@ -209,3 +223,28 @@ def warp(latent: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
     gy, gx = torch.meshgrid(steps, steps, indexing="ij")
     grid = torch.stack([gx, gy], dim=-1)[None] - flow.permute(0, 2, 3, 1) * (2.0 / (s - 1))
     return F.grid_sample(latent, grid, mode="bilinear", padding_mode="border", align_corners=True)
+
+
+def sample_frame(
+    model: ConvWorldModel,
+    context: torch.Tensor,
+    valid: torch.Tensor,
+    prev_audio: torch.Tensor,
+    cond: Conditioning,
+    noise: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The next frame: one evaluation of a regressing model, or `sampler_steps` Euler steps of
+    a denoising one from `noise` (B, C, S, S) at level 0 up to the clean estimate at level 1
+    (x_s = s * x + (1 - s) * noise; each step moves x_s toward the model's clean estimate)."""
+    if not model.config.denoise:
+        return model(context, valid, prev_audio, cond)
+    assert noise is not None, "a denoising model samples from noise"
+    steps = model.config.sampler_steps
+    x = noise
+    b = x.shape[0]
+    for k in range(steps):
+        s, s_next = k / steps, (k + 1) / steps
+        cond.level = torch.full((b,), s, device=x.device)
+        estimate, audio = model(context, valid, prev_audio, cond, noisy=x)
+        x = x + (s_next - s) / (1 - s) * (estimate - x)
+    return x, audio

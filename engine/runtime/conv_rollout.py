@@ -7,7 +7,8 @@ sessions, the eval and measurements run either generator through `World.new_roll
     roll.observe(z, audio_latent, inputs, frame)     # a known frame
     z, a = roll.generate(inputs, frame, text)        # the model's next frame
 
-A frame costs one network evaluation; the history is the last `context` latents.
+A frame costs one network evaluation (`sampler_steps` for a denoising model, from noise
+drawn with the session's seed); the history is the last `context` latents.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine.model.conv_world import MEMORY_SLOTS, Conditioning, ConvWorldModel
+from engine.model.conv_world import MEMORY_SLOTS, Conditioning, ConvWorldModel, sample_frame
 
 
 class ConvRollout:
@@ -28,8 +29,9 @@ class ConvRollout:
         steps: int | None = None,
         project: object | None = None,
     ):
-        del seed, steps, project  # deterministic, one evaluation a frame, never re-encodes
+        del steps, project  # the model's own sampler steps; it never re-encodes
         self.model = model
+        self.gen = torch.Generator().manual_seed(seed)  # a denoising model's noise
         cfg = model.config
         self.theme = torch.tensor([theme])
         self.image = self._image_row(image_token)
@@ -110,6 +112,12 @@ class ConvRollout:
         if text is not None:
             self.add_text(text, frame)
         context, valid = self._context()
-        z, a = self.model(context, valid, self.audio, self._conditioning(inputs, frame, text))
+        cfg = self.model.config
+        noise = None
+        if cfg.denoise:
+            shape = (1, cfg.latent_channels, cfg.latent_size, cfg.latent_size)
+            noise = torch.randn(shape, generator=self.gen)
+        cond = self._conditioning(inputs, frame, text)
+        z, a = sample_frame(self.model, context, valid, self.audio, cond, noise)
         self.observe(z[0], a[0], inputs, frame)
         return z[0], a[0]

@@ -139,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         "--flow", action="store_true", help="conv: a new model also predicts a motion field"
     )
     parser.add_argument(
+        "--denoise", action="store_true", help="conv: a new model is a flow-matching denoiser"
+    )
+    parser.add_argument(
         "--width-low", type=int, default=None, help="conv: channels at 8x8 and 4x4 (new model)"
     )
     parser.add_argument(
@@ -274,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
             "width": args.width,
             "width_low": args.width_low,
             "flow": args.flow or None,
+            "denoise": args.denoise or None,
             "seed": args.seed,
             "minutes": args.minutes,
             "text_table": args.text_table,

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from engine.model.conv_world import Conditioning, ConvWorldConfig, ConvWorldModel
+from engine.model.conv_world import Conditioning, ConvWorldConfig, ConvWorldModel, sample_frame
 from engine.model.world_loader import load_world_model
 
 from .bank import LatentBank
@@ -72,6 +72,8 @@ class ConvTrainConfig:
     width_low: int = 96
     context: int = 4
     flow: bool = False  # a new model also predicts a motion field (ConvWorldConfig.flow)
+    denoise: bool = False  # a new model is a flow-matching denoiser (ConvWorldConfig.denoise)
+    sampler_steps: int = 3  # its Euler steps per frame (Error Bank rollouts and run time)
     text_table: str | None = None
     threads: int | None = None
     seed: int = 0
@@ -180,6 +182,48 @@ def unrolled_loss(
     return video_loss + cfg.audio_weight * audio_loss, video_loss, audio_loss
 
 
+def denoise_loss(
+    model: ConvWorldModel,
+    w: dict[str, torch.Tensor],
+    cfg: ConvTrainConfig,
+    gen: torch.Generator,
+    history: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Flow-matching loss of a denoising model on each of the last `unroll` frames of the
+    windows, each from its own true history (noised as in `unrolled_loss`; the Error Bank's
+    stored history for the chosen windows' first target): the model sees the frame at a
+    random level s (x_s = s * x + (1 - s) * noise) and is scored on its clean estimate."""
+    k = model.config.context
+    b = w["video"].shape[0]
+    dev = w["video"].device
+    noise = torch.rand(b, generator=gen).to(dev) * cfg.ctx_noise
+    noise = noise * (torch.rand(b, generator=gen).to(dev) < cfg.noise_share)
+    video_loss = audio_loss = torch.zeros((), device=dev)
+    for r in range(cfg.unroll):
+        t = k + r
+        ctx = w["video"][:, r:t]
+        ctx = ctx + noise[:, None, None, None, None] * torch.randn(ctx.shape, generator=gen).to(dev)
+        prev_audio = w["audio"][:, t - 1]
+        level = noise
+        if history is not None and r == 0:
+            bad_v, bad_a, rows = history
+            ctx = torch.where(rows[:, None, None, None, None], bad_v, ctx)
+            prev_audio = torch.where(rows[:, None], bad_a, prev_audio)
+            level = torch.where(rows, torch.zeros_like(noise), noise)
+        valid = torch.ones(b, k, dtype=torch.bool, device=dev)
+        target = w["video"][:, t]
+        s = torch.rand(b, generator=gen).to(dev)
+        eps = torch.randn(target.shape, generator=gen).to(dev)
+        noisy = s[:, None, None, None] * target + (1 - s[:, None, None, None]) * eps
+        cond = frame_conditioning(w, t, level)
+        cond.level = s
+        estimate, a = model(ctx, valid, prev_audio, cond, noisy=noisy)
+        video_loss = video_loss + F.mse_loss(estimate, target)
+        audio_loss = audio_loss + F.mse_loss(a, w["audio"][:, t])
+    video_loss, audio_loss = video_loss / cfg.unroll, audio_loss / cfg.unroll
+    return video_loss + cfg.audio_weight * audio_loss, video_loss, audio_loss
+
+
 @torch.no_grad()
 def collect_histories(
     model: ConvWorldModel, bank: LatentBank, cfg: ConvTrainConfig, gen: torch.Generator
@@ -198,7 +242,10 @@ def collect_histories(
     model.eval()
     for h in range(1, cfg.bank_horizon + 1):
         t = k + h - 1
-        z, audio = model(ctx, valid, audio, frame_conditioning(w, t, zeros))
+        sample_noise = torch.randn(ctx[:, 0].shape, generator=gen).to(ctx.device)
+        z, audio = sample_frame(
+            model, ctx, valid, audio, frame_conditioning(w, t, zeros), sample_noise
+        )
         ctx = torch.cat([ctx[:, 1:], z[:, None]], dim=1)
         if h in marks:
             error = (ctx - w["video"][:, t - k + 1 : t + 1]).pow(2).mean(dim=(1, 2, 3, 4))
@@ -222,7 +269,12 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
                 raise ValueError(f"{path} holds no convolutional world model")
     return ConvWorldModel(
         ConvWorldConfig(
-            width=cfg.width, width_low=cfg.width_low, context=cfg.context, flow=cfg.flow
+            width=cfg.width,
+            width_low=cfg.width_low,
+            context=cfg.context,
+            flow=cfg.flow,
+            denoise=cfg.denoise,
+            sampler_steps=cfg.sampler_steps,
         )
     )
 
@@ -279,7 +331,8 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
             bad_a = torch.cat([errors.audio[pick][:1].expand(pad, -1) * 0, errors.audio[pick]])
             history = (bad_v.to(device), bad_a.to(device), rows)
         w = conv_windows(bank, starts, window)
-        loss, vl, al = unrolled_loss(model, w, cfg, gen, history)
+        loss_of = denoise_loss if model.config.denoise else unrolled_loss
+        loss, vl, al = loss_of(model, w, cfg, gen, history)
         optimizer_step(opt, loss, clip=model.parameters())
         step += 1
         speed.tick()

@@ -232,3 +232,33 @@ def test_a_flow_model_starts_as_copy_last_and_its_motion_field_trains():
     z, _ = model(ctx, torch.ones(2, 3, dtype=torch.bool), torch.zeros(2, 32), conditioning())
     (z - torch.roll(ctx[:, -1], 1, dims=-1)).pow(2).mean().backward()
     assert model.flow_out is not None and model.flow_out.weight.grad.abs().sum() > 0
+
+
+def test_a_denoising_model_samples_from_its_seed_and_trains_on_noisy_frames():
+    from engine.model.conv_world import sample_frame
+    from engine.train.conv_generator import denoise_loss
+
+    torch.manual_seed(0)
+    model = ConvWorldModel(
+        ConvWorldConfig(width=16, width_low=16, cond_dim=16, context=3, denoise=True)
+    )
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    ctx = torch.randn(1, 3, 8, 16, 16)
+    valid = torch.ones(1, 3, dtype=torch.bool)
+
+    def draw(seed: int) -> torch.Tensor:
+        noise = torch.randn(1, 8, 16, 16, generator=torch.Generator().manual_seed(seed))
+        z, _ = sample_frame(model, ctx, valid, torch.zeros(1, 32), conditioning(1), noise)
+        return z
+
+    assert torch.equal(draw(1), draw(1)) and not torch.allclose(draw(1), draw(2))
+    with pytest.raises(AssertionError, match="noisy frame"):
+        model(ctx, valid, torch.zeros(1, 32), conditioning(1))  # no noisy frame given
+
+    bank = LatentBank.build([episode(frames=30)], table())
+    w = conv_windows(bank, torch.tensor([0, 5, 10]), window=5)
+    loss, video, _ = denoise_loss(model, w, ConvTrainConfig(unroll=2), torch.Generator())
+    loss.backward()
+    assert torch.isfinite(video) and model.stem.weight.grad.abs().sum() > 0
