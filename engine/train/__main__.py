@@ -139,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         "--flow", action="store_true", help="conv: a new model also predicts a motion field"
     )
     parser.add_argument(
+        "--bank-every", type=int, default=None, help="conv: steps between Error Bank collections"
+    )
+    parser.add_argument(
+        "--bank-rollouts", type=int, default=None, help="conv: free rollouts per collection"
+    )
+    parser.add_argument(
         "--denoise", action="store_true", help="conv: a new model is a flow-matching denoiser"
     )
     parser.add_argument(
@@ -282,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
             "minutes": args.minutes,
             "text_table": args.text_table,
             "bank_share": args.bank_share,
+            "bank_every": args.bank_every,
+            "bank_rollouts": args.bank_rollouts,
             "threads": args.threads,
         }
         path = train_conv(ConvTrainConfig(**{k: v for k, v in fields.items() if v is not None}))

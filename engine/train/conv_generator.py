@@ -258,25 +258,32 @@ def collect_histories(
 
 
 def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
-    """A conv generator to warm-start from (`init`, else the weights folder's own if it is
-    one), or a new one."""
-    for path in (cfg.init, Path(cfg.weights) / "world.pt"):
-        if path is not None and Path(path).exists():
-            model = load_world_model(path)
-            if isinstance(model, ConvWorldModel):
-                return model
-            if path == cfg.init:
-                raise ValueError(f"{path} holds no convolutional world model")
-    return ConvWorldModel(
-        ConvWorldConfig(
-            width=cfg.width,
-            width_low=cfg.width_low,
-            context=cfg.context,
-            flow=cfg.flow,
-            denoise=cfg.denoise,
-            sampler_steps=cfg.sampler_steps,
-        )
+    """A conv generator to warm-start from (`init`, else the weights folder's own when it is one
+    of the kind asked for: regressing or denoising, with or without a motion field), or a new
+    one."""
+    wanted = ConvWorldConfig(
+        width=cfg.width,
+        width_low=cfg.width_low,
+        context=cfg.context,
+        flow=cfg.flow,
+        denoise=cfg.denoise,
+        sampler_steps=cfg.sampler_steps,
     )
+    if cfg.init is not None:
+        model = load_world_model(cfg.init)
+        if not isinstance(model, ConvWorldModel):
+            raise ValueError(f"{cfg.init} holds no convolutional world model")
+        return model
+    shipped = Path(cfg.weights) / "world.pt"
+    if shipped.exists():
+        model = load_world_model(shipped)
+        if (
+            isinstance(model, ConvWorldModel)
+            and model.config.denoise == wanted.denoise
+            and model.config.flow == wanted.flow
+        ):
+            return model
+    return ConvWorldModel(wanted)
 
 
 def train_conv(cfg: ConvTrainConfig) -> Path:

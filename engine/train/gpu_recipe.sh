@@ -3,7 +3,7 @@
 # 15-minute H200 lease. Every arm warm-starts from engine/weights/world.pt when that is a conv
 # model, so progress accumulates across sessions even when runs/ is gone.
 #
-#   bash engine/train/gpu_recipe.sh OUT_DIR [TEXT_TABLE]           # the lease (about 9 min)
+#   bash engine/train/gpu_recipe.sh OUT_DIR [TEXT_TABLE]           # the lease (about 9 min; arms train 4 min)
 #   SMOKE=1 bash engine/train/gpu_recipe.sh OUT_DIR [TEXT_TABLE]   # toy scale, on a CPU
 #
 # TEXT_TABLE (default runs/text_table.npz, carried to the device) comes from
@@ -13,14 +13,16 @@
 # whatever exists at DEADLINE_S = 540 s):
 #   data      256 episodes x 400 frames on every core (~30 s), a sentence every 1.5 s
 #   latents   the shipped tokenizers encode it on the GPU (frozen: openings.pt stays valid)
-#   generator three arms side by side on the GPU, same data, minutes and warm start, batch 256
-#             windows, each predicting `unroll` frames in a chain from its own output
-#             (engine/train/conv_generator.py): `main` (Error Bank 25 % of every batch),
-#             `nobank` (the same without it: brightness_drift_no_bank) and `long` (main with
-#             unroll 12: longer chains, fewer steps). Each prints its throughput.
+#   generator three arms side by side on the GPU, same data and minutes, batch 256 windows
+#             (engine/train/conv_generator.py): `main`, the flow-matching conv denoiser
+#             (3 sampler steps) with the Error Bank in 25 % of every batch; `nobank`, the same
+#             without it (brightness_drift_no_bank); `regress`, the regressing conv model
+#             trained on its own 8-frame chains with the bank (on the CPU it had the best
+#             psnr and seams but blurred to mush). Each prints its throughput. An arm warm-
+#             starts from engine/weights/world.pt when that is a conv model of its kind.
 #   measure   every arm on the CPU as soon as it is trained (engine/train/measure.py), JSON and
 #             long_play.png into OUT; OUT/gpu.csv samples utilisation and memory every 5 s
-#   ship      OUT/weights (main), OUT/nobank, OUT/long: world.pt each (tokenizers unchanged)
+#   ship      OUT/weights (main), OUT/nobank, OUT/regress: world.pt each (tokenizers unchanged)
 # Back here: compare OUT/measure_*.json with the shipped weights' measurement (MODEL.md),
 # look at the PNGs, and copy a world.pt into engine/weights only if it is better.
 set -euo pipefail
@@ -30,10 +32,10 @@ py=${PYTHON:-python3}
 base=${WEIGHTS:-engine/weights}
 if [[ -n "${SMOKE:-}" ]]; then  # toy sizes: proves the wiring on a CPU in a few minutes
     episodes=4 frames=120 batch=4 minutes=0.3 long_frames=40 fid_episodes=1
-    runs=runs/smoke_recipe device=cpu measure_threads=1
+    runs=runs/smoke_recipe device=cpu measure_threads=1 bank="--bank-every 40 --bank-rollouts 2"
 else
-    episodes=256 frames=400 batch=256 minutes=4.5 long_frames=2000 fid_episodes=10
-    runs=runs/gpu_v4 device=auto measure_threads=2
+    episodes=256 frames=400 batch=256 minutes=4 long_frames=2000 fid_episodes=10
+    runs=runs/gpu_v4 device=auto measure_threads=2 bank="--bank-every 100 --bank-rollouts 64"
 fi
 workers=${WORKERS:-$(nproc --all)}
 data=$runs/data logs=$runs/logs
@@ -43,11 +45,11 @@ collect_logs() { for f in "$logs"/*.log; do echo "== $f"; tail -c 2500 "$f"; don
 ship() {  # whatever exists
     mkdir -p "$out/weights"
     [[ -f $runs/main/weights/world.pt ]] && cp "$runs/main/weights/world.pt" "$out/weights/"
-    for arm in nobank long; do
+    for arm in nobank regress; do
         [[ -f $runs/$arm/weights/world.pt ]] && mkdir -p "$out/$arm" &&
             cp "$runs/$arm/weights/world.pt" "$out/$arm/"
     done
-    for arm in main nobank long; do
+    for arm in main nobank regress; do
         [[ -f $runs/measure_$arm/measure.json ]] &&
             cp "$runs/measure_$arm/measure.json" "$out/measure_$arm.json"
         [[ -f $runs/measure_$arm/long_play.png ]] &&
@@ -77,24 +79,24 @@ stamp "latents (shipped tokenizers)"
 $py -m engine.train latents --data "$data" --weights "$base" --out "$runs/latents" \
     --text-table "$table" --device "$device" > "$logs/latents.log" 2>&1
 
-stamp "conv generator arms side by side: main (Error Bank), nobank, long (unroll 12)"
+stamp "conv generator arms side by side: main (denoiser + Error Bank), nobank, regress"
 declare -A arm_args=(
-    [main]="--bank-share 0.25 --unroll 6"
-    [nobank]="--bank-share 0 --unroll 6"
-    [long]="--bank-share 0.25 --unroll 12"
+    [main]="--denoise --bank-share 0.25 --unroll 4"
+    [nobank]="--denoise --bank-share 0 --unroll 4"
+    [regress]="--bank-share 0.25 --unroll 8"
 )
-for arm in main nobank long; do
+for arm in main nobank regress; do
     # shellcheck disable=SC2086  # the arm's flags are meant to split
     $py -m engine.train conv --data "$data" --weights "$base" --out "$runs/$arm" \
         --minutes "$minutes" --batch "$batch" --threads 2 --device "$device" \
-        --text-table "$table" ${arm_args[$arm]} > "$logs/gen_$arm.log" 2>&1 &
+        --text-table "$table" $bank ${arm_args[$arm]} > "$logs/gen_$arm.log" 2>&1 &
 done
 waitjobs || { tail -30 "$logs"/gen_*.log; exit 1; }
-for arm in main nobank long; do grep -h '"throughput"' "$logs/gen_$arm.log" || true; done
+for arm in main nobank regress; do grep -h '"throughput"' "$logs/gen_$arm.log" || true; done
 ship  # the weights are out before the (CPU-only) measurements
 
 stamp "measure every arm on the CPU"
-for arm in main nobank long; do
+for arm in main nobank regress; do
     OMP_NUM_THREADS=$measure_threads $py -m engine.train measure --threads "$measure_threads" \
         --weights "$runs/$arm/weights" --out "$runs/measure_$arm" --episodes "$fid_episodes" \
         --long-frames "$long_frames" --text-table "$table" > "$logs/measure_$arm.log" 2>&1 &
