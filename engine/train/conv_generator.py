@@ -141,6 +141,15 @@ def frame_conditioning(w: dict[str, torch.Tensor], t: int, noise: torch.Tensor) 
     )
 
 
+def context_noise_levels(
+    b: int, cfg: ConvTrainConfig, gen: torch.Generator, device: torch.device
+) -> torch.Tensor:
+    """(b,) how much noise each window's true history gets: uniform in [0, ctx_noise] for a
+    `noise_share` of the windows, 0 for the rest."""
+    noise = torch.rand(b, generator=gen).to(device) * cfg.ctx_noise
+    return noise * (torch.rand(b, generator=gen).to(device) < cfg.noise_share)
+
+
 def unrolled_loss(
     model: ConvWorldModel,
     w: dict[str, torch.Tensor],
@@ -156,8 +165,7 @@ def unrolled_loss(
     dev = w["video"].device
     ctx = w["video"][:, :k]
     prev_audio = w["audio"][:, k - 1]
-    noise = torch.rand(b, generator=gen).to(dev) * cfg.ctx_noise
-    noise = noise * (torch.rand(b, generator=gen).to(dev) < cfg.noise_share)
+    noise = context_noise_levels(b, cfg, gen, dev)
     ctx = ctx + noise[:, None, None, None, None] * torch.randn(ctx.shape, generator=gen).to(dev)
     if history is not None:
         bad_v, bad_a, rows = history
@@ -196,8 +204,7 @@ def denoise_loss(
     k = model.config.context
     b = w["video"].shape[0]
     dev = w["video"].device
-    noise = torch.rand(b, generator=gen).to(dev) * cfg.ctx_noise
-    noise = noise * (torch.rand(b, generator=gen).to(dev) < cfg.noise_share)
+    noise = context_noise_levels(b, cfg, gen, dev)
     video_loss = audio_loss = torch.zeros((), device=dev)
     for r in range(cfg.unroll):
         t = k + r
