@@ -1,6 +1,12 @@
 """Play-session benchmark: N headless Chromium players against a local server; prints JSON.
 
     python -m tools.bench [--sessions 1] [--seconds 20] [--json]
+    python -m tools.bench --spectators 8 [--seconds 20] [--json]
+
+With --spectators N, one player opens a listed live room and N spectators' pages watch it on
+the same engine worker: the bench first measures the player alone for --seconds, then with the
+N spectators for --seconds, and reports the spectators' decoded fps, the player's
+input-to-frame latency in both phases, and the server's CPU with and without the audience.
 
 Everything runs on a throwaway SQLite database inside a private network namespace (root and
 iproute2 needed, as for the WebRTC tests). The engine stamps each frame with the sequence number
@@ -61,6 +67,16 @@ BENCH_PAGE_PROBE = """() => {
 }"""
 
 
+# Counts the frames a spectator's page presents (the room page's <video>).
+VIEWER_PAGE_PROBE = """() => {
+  const bench = { frames: 0 };
+  window.viewerBench = bench;
+  const video = document.getElementById("stream");
+  const onFrame = () => { bench.frames += 1; video.requestVideoFrameCallback(onFrame); };
+  video.requestVideoFrameCallback(onFrame);
+}"""
+
+
 def _cpu_totals() -> tuple[int, int]:
     fields = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
     idle = fields[3] + fields[4]
@@ -73,7 +89,7 @@ def _process_cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _prepare_database(var_dir: Path, sessions: int) -> None:
+def _prepare_database(var_dir: Path, sessions: int, spectators: int = 0) -> None:
     os.environ.update(_server_env(var_dir, sessions))
     import django
 
@@ -91,6 +107,8 @@ def _prepare_database(var_dir: Path, sessions: int) -> None:
     )
     for index in range(sessions):
         get_user_model().objects.create_user(f"bench{index}", password=PASSWORD)
+    for index in range(spectators):
+        get_user_model().objects.create_user(f"viewer{index}", password=PASSWORD)
 
 
 def _server_env(var_dir: Path, sessions: int) -> dict[str, str]:
@@ -110,6 +128,131 @@ def _server_env(var_dir: Path, sessions: int) -> dict[str, str]:
 
 def _percentile(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 1) if values else None
+
+
+def _measure(server_pid: int, players: list, seconds: float, viewers: list = ()) -> dict:
+    """Press and release W on every player's page for `seconds`; what the pages and the
+    server did meanwhile."""
+    for page in players:
+        page.evaluate("() => { window.bench.latencies = []; window.bench.presses = []; }")
+    before = [page.evaluate("window.bench.frames") for page in players]
+    viewers_before = [page.evaluate("window.viewerBench.frames") for page in viewers]
+    cpu_before, server_before = _cpu_totals(), _process_cpu_seconds(server_pid)
+    started = time.monotonic()
+    held = False
+    while time.monotonic() - started < seconds:
+        for page in players:
+            (page.keyboard.up if held else page.keyboard.down)("w")
+        held = not held
+        time.sleep(0.5)
+    elapsed = time.monotonic() - started
+    cpu_after, server_after = _cpu_totals(), _process_cpu_seconds(server_pid)
+    results = [page.evaluate("window.bench") for page in players]
+    viewer_frames = [page.evaluate("window.viewerBench.frames") for page in viewers]
+    latencies = [ms for result in results for ms in result["latencies"]]
+    total, idle = cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1]
+    fps = [round((r["frames"] - b) / elapsed, 1) for r, b in zip(results, before, strict=True)]
+    viewer_fps = [
+        round((a - b) / elapsed, 1) for a, b in zip(viewer_frames, viewers_before, strict=True)
+    ]
+    return {
+        "seconds": round(elapsed, 1),
+        "decoded_fps": fps,
+        "viewer_decoded_fps": viewer_fps,
+        "input_to_frame_ms_p50": _percentile(latencies, 50),
+        "input_to_frame_ms_p95": _percentile(latencies, 95),
+        "input_samples": len(latencies),
+        "cpu_machine_percent": round(100.0 * (total - idle) / total, 1) if total else None,
+        "cpu_server_cores": round((server_after - server_before) / elapsed, 2),
+    }
+
+
+def run_room(spectators: int, seconds: float, screenshot: str | None = None) -> dict:
+    """One player in a listed live room, measured alone, then with `spectators` watching."""
+    from playwright.sync_api import sync_playwright
+
+    from tools.netns import CHROMIUM_FLAGS, NetworkNamespace
+
+    if not NetworkNamespace.available():
+        raise SystemExit("tools.bench needs root and iproute2 (it uses a network namespace)")
+    workdir = Path(tempfile.mkdtemp(prefix="worldsite-bench-"))
+    _prepare_database(workdir, 1, spectators)
+    namespace = NetworkNamespace(f"worldsite-bench-{os.getpid()}")
+    port = 8765
+    log = (workdir / "daphne.log").open("w")
+    server = subprocess.Popen(
+        namespace.wrap(daphne_argv(port)),
+        cwd=REPO,
+        env={**os.environ, **_server_env(workdir, 1)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        namespace.wait_for_port(port)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=namespace.chromium_wrapper(workdir), args=CHROMIUM_FLAGS
+            )
+            host = _start_player(browser, base, 0)
+            host.wait_for_function(
+                "() => window.worldsite && window.worldsite.live", timeout=180_000
+            )
+            host.evaluate(BENCH_PAGE_PROBE)
+            host.select_option("#room-visibility", "listed")
+            host.click("#room-submit")
+            host.wait_for_function("() => !document.getElementById('room-live').hidden")
+            link = host.locator("#room-link").inner_text()
+            host.locator("#stream").focus()
+            time.sleep(2.0)
+            alone = _measure(server.pid, [host], seconds)
+            viewers = []
+            for index in range(spectators):
+                page = _logged_in(browser, base, f"viewer{index}")
+                page.goto(link)
+                viewers.append(page)
+            for page in viewers:
+                page.wait_for_function(
+                    "() => window.liveRoom && window.liveRoom.framesDecoded > 20", timeout=120_000
+                )
+                page.evaluate(VIEWER_PAGE_PROBE)
+            host.wait_for_function(f"() => window.liveRoom.viewerCount === {spectators}")
+            host.locator("#stream").focus()
+            time.sleep(2.0)
+            watched = _measure(server.pid, [host], seconds, viewers)
+            if screenshot:
+                (viewers[0] if viewers else host).screenshot(path=screenshot)
+            browser.close()
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        namespace.remove()
+    alone_cpu, watched_cpu = alone["cpu_server_cores"], watched["cpu_server_cores"]
+    viewer_fps = watched["viewer_decoded_fps"]
+    return {
+        "spectators": spectators,
+        "seconds": seconds,
+        "viewer_decoded_fps": viewer_fps,
+        "viewer_decoded_fps_min": min(viewer_fps) if viewer_fps else None,
+        "host_decoded_fps": watched["decoded_fps"][0],
+        "host_decoded_fps_alone": alone["decoded_fps"][0],
+        "input_to_frame_ms_p50": watched["input_to_frame_ms_p50"],
+        "input_to_frame_ms_p95": watched["input_to_frame_ms_p95"],
+        "input_to_frame_ms_p50_alone": alone["input_to_frame_ms_p50"],
+        "input_samples": watched["input_samples"],
+        "cpu_server_cores_alone": alone_cpu,
+        "cpu_server_cores": watched_cpu,
+        "cpu_server_increase_percent": (
+            round(100.0 * (watched_cpu - alone_cpu) / alone_cpu, 1) if alone_cpu else None
+        ),
+        "cpu_machine_percent_alone": alone["cpu_machine_percent"],
+        "cpu_machine_percent": watched["cpu_machine_percent"],
+        "cores": os.cpu_count(),
+    }
 
 
 def run(sessions: int, seconds: float, screenshot: str | None = None) -> dict:
@@ -187,13 +330,18 @@ def run(sessions: int, seconds: float, screenshot: str | None = None) -> dict:
     }
 
 
-def _start_player(browser, base: str, index: int):
+def _logged_in(browser, base: str, username: str):
     page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
     page.goto(base + "/accounts/login/")
-    page.fill("input[name=username]", f"bench{index}")
+    page.fill("input[name=username]", username)
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_url("**/worlds/")
+    return page
+
+
+def _start_player(browser, base: str, index: int):
+    page = _logged_in(browser, base, f"bench{index}")
     page.goto(base + "/worlds/bench/")
     page.click("text=Play this world")
     page.wait_for_url("**/play/**")
@@ -205,9 +353,18 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--json", action="store_true", help="print only the JSON object")
+    parser.add_argument(
+        "--spectators",
+        type=int,
+        default=None,
+        help="one player in a live room watched by this many spectators (instead of --sessions)",
+    )
     parser.add_argument("--screenshot", help="save the first player's page as this PNG")
     args = parser.parse_args()
-    result = run(args.sessions, args.seconds, args.screenshot)
+    if args.spectators is not None:
+        result = run_room(args.spectators, args.seconds, args.screenshot)
+    else:
+        result = run(args.sessions, args.seconds, args.screenshot)
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
 
 

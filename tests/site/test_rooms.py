@@ -385,3 +385,11 @@ async def test_room_socket_validates_limits_and_relays(people):
         assert closed == {"type": "closed", "state": "ended", "reason": "Player ended the session."}
     await ana.disconnect()
     await host.disconnect()
+
+
+def test_opening_rooms_is_rate_limited(client, people, one_rate_window):
+    session = _live_session(people["host"])
+    client.force_login(people["host"])
+    url = reverse("sessions:room_open", args=[session.pk])
+    answers = [client.post(url, {"visibility": "private"}).status_code for _ in range(11)]
+    assert answers == [200] * 10 + [429]
