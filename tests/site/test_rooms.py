@@ -262,6 +262,11 @@ def test_api_opens_a_room_and_refuses_other_keys(client, people, one_rate_window
         HTTP_AUTHORIZATION=f"Bearer {host_key}",
     )
     assert bad.status_code == 422
+    again = client.post(  # an empty body (curl -X POST): the room as it is
+        path, "", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {host_key}"
+    )
+    assert again.status_code == 201 and again.json()["room"] == room.code
+    assert again.json()["visibility"] == "listed"
     schema = client.get("/api/v1/openapi.json").json()
     assert "post" in schema["paths"]["/api/v1/sessions/{session_id}/room"]
     assert "post" in schema["paths"]["/api/v1/rooms/{code}/whep/"]

@@ -160,6 +160,8 @@
     $("overlay-text").textContent = reason;
     $("overlay-actions").hidden = false;
     $("unmute").hidden = true;
+    ["hud-fps", "hud-bitrate"].forEach((id) => { $(id).textContent = "–"; });
+    feedback(state === "removed" ? "You can no longer send suggestions here." : "The room has ended.");
     const form = $("audience-prompt-form");
     form.querySelectorAll("input, button").forEach((element) => { element.disabled = true; });
   }
@@ -219,11 +221,7 @@
     pc.onconnectionstatechange = () => {
       if (pc.connectionState === "connected") {
         $("overlay").hidden = true;
-        $("unmute").hidden = !video.muted;
-        if (!video.muted) return;
-        $("overlay").hidden = false;
-        $("overlay-title").textContent = "You're watching live";
-        $("overlay-text").textContent = "The sound is off until you turn it on.";
+        $("unmute").hidden = !video.muted; // autoplay starts muted; one click for sound
       } else if (pc.connectionState === "failed" && room.pc === pc && !room.final) {
         setTimeout(startPeer, 1000);
       }
@@ -242,7 +240,6 @@
     video.muted = false;
     video.play().catch(() => undefined);
     $("unmute").hidden = true;
-    $("overlay").hidden = true;
   });
 
   $("audience-prompt-form").addEventListener("submit", (event) => {
