@@ -39,6 +39,7 @@ from sessions.worker.peer import prefer_codec, rtc_configuration
 
 logger = logging.getLogger(__name__)
 
+KEEPALIVE_S = 1.0  # an unchanged picture is re-sent this often
 VIDEO_BITRATE = 500_000  # aiortc's own starting bitrate for the player
 AUDIO_BITRATE = 48_000
 # libvpx settings as aiortc's Vp8Encoder uses them (real time, no look-ahead), plus a
@@ -75,6 +76,7 @@ class EncodedVideoSource(MediaStreamTrack):
         self._pending: deque[Packet] = deque()
         self.keyframe_wanted = True
         self.frames_encoded = 0
+        self._last_encoded_at = -1.0
 
     def _open_encoder(self, width: int, height: int) -> Any:
         name = "libvpx" if self._codec_name == "VP8" else "libx264"
@@ -85,6 +87,7 @@ class EncodedVideoSource(MediaStreamTrack):
         encoder.time_base = VIDEO_TIME_BASE
         encoder.framerate = fractions.Fraction(self._fps, 1)
         encoder.gop_size = self._fps
+        encoder.thread_count = 1  # a 128x128 picture: threads cost more than they save
         encoder.options = VP8_OPTIONS if name == "libvpx" else H264_OPTIONS
         return encoder
 
@@ -104,7 +107,13 @@ class EncodedVideoSource(MediaStreamTrack):
 
     async def recv(self) -> Packet:
         while not self._pending:
-            self._pending.extend(self.encode(await self._raw.recv()))
+            frame = await self._raw.recv()
+            # A repeat of the last picture (the engine fell behind, or has not started) is
+            # news to no decoder: send one a second to keep the stream alive, skip the rest.
+            if self._raw.repeated and frame.time - self._last_encoded_at < KEEPALIVE_S:
+                continue
+            self._last_encoded_at = frame.time
+            self._pending.extend(self.encode(frame))
         return self._pending.popleft()
 
     def stop(self) -> None:

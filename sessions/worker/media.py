@@ -138,6 +138,7 @@ class GeneratedVideoTrack(MediaStreamTrack):
         self._fps = fps
         self._last_index = -1
         self._last_sent = -1.0
+        self.repeated = False
 
     async def recv(self) -> VideoFrame:
         if self.readyState != "live":
@@ -151,6 +152,7 @@ class GeneratedVideoTrack(MediaStreamTrack):
                 break
             await asyncio.sleep(self.POLL_SECONDS)
         pixels, index = self._frames.latest_video()
+        self.repeated = index == self._last_index  # the generator fell behind: a repeat
         self._last_index = index
         self._last_sent = self._clock.elapsed()
         frame = VideoFrame.from_ndarray(pixels, format="rgb24")
