@@ -89,6 +89,21 @@ def _process_cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def _browser_cpu_seconds() -> float:
+    """CPU time of every Chromium process (the players' and spectators' pages)."""
+    total = 0.0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if b"chromium" not in (proc / "cmdline").read_bytes():
+                continue
+            total += _process_cpu_seconds(int(proc.name))
+        except (OSError, ValueError):  # the process ended meanwhile
+            continue
+    return total
+
+
 def _prepare_database(var_dir: Path, sessions: int, spectators: int = 0) -> None:
     os.environ.update(_server_env(var_dir, sessions))
     import django
@@ -136,8 +151,10 @@ def _measure(server_pid: int, players: list, seconds: float, viewers: list = ())
     for page in players:
         page.evaluate("() => { window.bench.latencies = []; window.bench.presses = []; }")
     before = [page.evaluate("window.bench.frames") for page in players]
+    engine_before = sum(page.evaluate("window.worldsite.engineFrames || 0") for page in players)
     viewers_before = [page.evaluate("window.viewerBench.frames") for page in viewers]
     cpu_before, server_before = _cpu_totals(), _process_cpu_seconds(server_pid)
+    browsers_before = _browser_cpu_seconds()
     started = time.monotonic()
     held = False
     while time.monotonic() - started < seconds:
@@ -147,7 +164,9 @@ def _measure(server_pid: int, players: list, seconds: float, viewers: list = ())
         time.sleep(0.5)
     elapsed = time.monotonic() - started
     cpu_after, server_after = _cpu_totals(), _process_cpu_seconds(server_pid)
+    browsers_after = _browser_cpu_seconds()
     results = [page.evaluate("window.bench") for page in players]
+    engine_after = sum(page.evaluate("window.worldsite.engineFrames || 0") for page in players)
     viewer_frames = [page.evaluate("window.viewerBench.frames") for page in viewers]
     latencies = [ms for result in results for ms in result["latencies"]]
     total, idle = cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1]
@@ -164,6 +183,15 @@ def _measure(server_pid: int, players: list, seconds: float, viewers: list = ())
         "input_samples": len(latencies),
         "cpu_machine_percent": round(100.0 * (total - idle) / total, 1) if total else None,
         "cpu_server_cores": round((server_after - server_before) / elapsed, 2),
+        "cpu_browsers_cores": round((browsers_after - browsers_before) / elapsed, 2),
+        # Frames the engine generated (its heartbeat, once a second): on a machine whose other
+        # jobs take CPU from the server, CPU per generated frame compares phases fairly.
+        "engine_fps": round((engine_after - engine_before) / elapsed, 1),
+        "cpu_server_ms_per_frame": (
+            round(1000 * (server_after - server_before) / (engine_after - engine_before), 1)
+            if engine_after > engine_before
+            else None
+        ),
     }
 
 
@@ -234,6 +262,10 @@ def run_room(spectators: int, seconds: float, screenshot: str | None = None) -> 
             server.wait()
         namespace.remove()
     alone_cpu, watched_cpu = alone["cpu_server_cores"], watched["cpu_server_cores"]
+    alone_per_frame, watched_per_frame = (
+        alone["cpu_server_ms_per_frame"],
+        watched["cpu_server_ms_per_frame"],
+    )
     viewer_fps = watched["viewer_decoded_fps"]
     return {
         "spectators": spectators,
@@ -251,6 +283,17 @@ def run_room(spectators: int, seconds: float, screenshot: str | None = None) -> 
         "cpu_server_increase_percent": (
             round(100.0 * (watched_cpu - alone_cpu) / alone_cpu, 1) if alone_cpu else None
         ),
+        "engine_fps_alone": alone["engine_fps"],
+        "engine_fps": watched["engine_fps"],
+        "cpu_server_ms_per_frame_alone": alone_per_frame,
+        "cpu_server_ms_per_frame": watched_per_frame,
+        "cpu_server_per_frame_increase_percent": (
+            round(100.0 * (watched_per_frame - alone_per_frame) / alone_per_frame, 1)
+            if alone_per_frame and watched_per_frame
+            else None
+        ),
+        "cpu_browsers_cores_alone": alone["cpu_browsers_cores"],
+        "cpu_browsers_cores": watched["cpu_browsers_cores"],
         "cpu_machine_percent_alone": alone["cpu_machine_percent"],
         "cpu_machine_percent": watched["cpu_machine_percent"],
         "load_average_1m": round(os.getloadavg()[0], 2),

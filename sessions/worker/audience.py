@@ -20,13 +20,13 @@ from collections.abc import Callable
 from typing import Any
 
 import av
+import numpy as np
 from aiortc import MediaStreamTrack, RTCPeerConnection, RTCSessionDescription
 from aiortc.contrib.media import MediaRelay
 from av.packet import Packet
 
 from sessions.worker.media import (
     AUDIO_RATE,
-    AUDIO_SAMPLES,
     AUDIO_TIME_BASE,
     VIDEO_TIME_BASE,
     AudioTap,
@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 KEEPALIVE_S = 1.0  # an unchanged picture is re-sent this often
 VIDEO_BITRATE = 500_000  # aiortc's own starting bitrate for the player
 AUDIO_BITRATE = 48_000
+AUDIO_PACKET_MS = 60
 # libvpx settings as aiortc's Vp8Encoder uses them (real time, no look-ahead), plus a
 # keyframe every second for viewers who join late or lose a packet.
 VP8_OPTIONS = {
@@ -113,7 +114,10 @@ class EncodedVideoSource(MediaStreamTrack):
             if self._raw.repeated and frame.time - self._last_encoded_at < KEEPALIVE_S:
                 continue
             self._last_encoded_at = frame.time
-            self._pending.extend(self.encode(frame))
+            try:
+                self._pending.extend(self.encode(frame))
+            except Exception:  # a failure here would end the relay: every viewer's picture
+                logger.exception("could not encode the audience's picture; skipped")
         return self._pending.popleft()
 
     def stop(self) -> None:
@@ -122,7 +126,9 @@ class EncodedVideoSource(MediaStreamTrack):
 
 
 class EncodedAudioSource(MediaStreamTrack):
-    """The session's sound (its own tap, so the player hears all of theirs), Opus once."""
+    """The session's sound (its own tap, so the player hears all of theirs), Opus once, in
+    60-ms packets: a third of the packets the player's 20-ms ones take, so each viewer costs
+    the worker a third of the sending (spectators do not talk back, 40 ms more is unheard)."""
 
     kind = "audio"
 
@@ -135,19 +141,36 @@ class EncodedAudioSource(MediaStreamTrack):
         encoder.layout = "mono"
         encoder.sample_rate = AUDIO_RATE
         encoder.time_base = AUDIO_TIME_BASE
-        encoder.options = {"application": "voip"}
+        encoder.options = {"application": "voip", "frame_duration": str(AUDIO_PACKET_MS)}
+        encoder.open()
         self._encoder = encoder
+        self._held: list[av.AudioFrame] = []  # the 20-ms frames of the packet being filled
         self._pending: deque[Packet] = deque()
-        self._packets = 0
 
     async def recv(self) -> Packet:
         while not self._pending:
             frame = await self._raw.recv()
-            for packet in self._encoder.encode(frame):
-                packet.pts, packet.time_base = self._packets * AUDIO_SAMPLES, AUDIO_TIME_BASE
-                self._packets += 1
-                self._pending.append(packet)
+            if self._held and frame.pts != self._held[-1].pts + self._held[-1].samples:
+                # The track skipped ahead (it fell behind the clock): the packet starts afresh
+                # at the new time, so the viewers' sound stays in step with the picture.
+                self._held.clear()
+            self._held.append(frame)
+            if sum(held.samples for held in self._held) >= self._encoder.frame_size:
+                try:
+                    self._pending.extend(self._encode(self._held))
+                except Exception:  # a failure here would end the relay: every viewer's sound
+                    logger.exception("could not encode the audience's sound; skipped")
+                self._held = []
         return self._pending.popleft()
+
+    def _encode(self, frames: list[av.AudioFrame]) -> list[Packet]:
+        pcm = np.concatenate([frame.to_ndarray().reshape(-1) for frame in frames])
+        chunk = av.AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout="mono")
+        chunk.sample_rate, chunk.pts, chunk.time_base = AUDIO_RATE, frames[0].pts, AUDIO_TIME_BASE
+        packets = list(self._encoder.encode(chunk))
+        for packet in packets:
+            packet.pts, packet.time_base = chunk.pts, AUDIO_TIME_BASE
+        return packets
 
     def stop(self) -> None:
         super().stop()

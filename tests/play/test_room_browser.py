@@ -67,8 +67,9 @@ def test_a_host_and_two_spectators_in_a_live_room(servers, netns, chromium_in):
         page = _logged_in_page(chromium_in, base, name, violations)
         page.goto(link)
         spectators.append(page)
-    for page in spectators:  # both decode the host's stream
+    for page in spectators:  # both decode the host's stream, picture and sound
         page.wait_for_function("() => window.liveRoom.framesDecoded > 40", timeout=60_000)
+        page.wait_for_function("() => window.liveRoom.audioSamples > 48000", timeout=30_000)
         seen = page.evaluate(SAMPLE_PICTURE, 1000)
         assert seen["brightness"] > 10, seen  # a picture, not a black frame
     host.wait_for_function("() => window.liveRoom.viewerCount === 2")

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from aiortc import RTCPeerConnection, RTCSessionDescription
 
-from sessions.worker.audience import SPECTATOR_REPLY, Audience
-from sessions.worker.media import LatestFrames
+from sessions.worker.audience import SPECTATOR_REPLY, Audience, EncodedAudioSource
+from sessions.worker.media import LatestFrames, MediaClock
 
 FPS = 20
 
@@ -28,6 +28,20 @@ def test_every_audio_tap_hears_every_sample():
     frames.drop_audio_tap(room)
     frames.put(np.zeros((8, 8, 3), np.uint8), np.full(800, 7, np.int16), 3)
     assert not frames.take_audio(960, room).any()  # a dropped tap hears nothing more
+
+
+async def test_the_audience_sound_survives_a_skip_ahead():
+    """Under load the sound track skips ahead to the clock; the audience's 60-ms packets start
+    afresh at the new time (a version that re-buffered through PyAV's AudioFifo raised on the
+    gap, which ended the relay: every spectator joining later got no sound at all)."""
+    frames = LatestFrames(8, 8)
+    source = EncodedAudioSource(frames, MediaClock(), frames.audio_tap())
+    before = [(await source.recv()).pts for _ in range(3)]
+    await asyncio.sleep(0.5)  # 25 frames behind: the track jumps
+    after = [(await source.recv()).pts for _ in range(3)]
+    source.stop()
+    assert before == [0, 2880, 5760]
+    assert after[0] >= 5760 + 0.4 * 48_000 and after[1:] == [after[0] + 2880, after[0] + 5760]
 
 
 class FakeEngine:
@@ -62,7 +76,7 @@ class Spectator:
         self.replies: list[dict] = []
         self.channel.on("message", lambda raw: self.replies.append(json.loads(raw)))
         self.video_frames: list[np.ndarray] = []
-        self.audio_frames = 0
+        self.audio_samples = 0
         self._readers: list[asyncio.Task] = []
         self.pc.on("track", self._track)
 
@@ -78,7 +92,7 @@ class Spectator:
             if track.kind == "video":
                 self.video_frames.append(frame.to_ndarray(format="rgb24"))
             else:
-                self.audio_frames += 1
+                self.audio_samples += frame.samples
 
     async def join(self, audience: Audience, name: str) -> None:
         await self.pc.setLocalDescription(await self.pc.createOffer())
@@ -121,7 +135,7 @@ async def test_three_spectators_decode_one_encoding(loopback_ice):
         for index, spectator in enumerate(spectators):
             await spectator.join(audience, f"viewer-{index}")
         await _until(lambda: all(len(s.video_frames) >= 30 for s in spectators))
-        await _until(lambda: all(s.audio_frames >= 50 for s in spectators))
+        await _until(lambda: all(s.audio_samples >= 48_000 for s in spectators))  # 1 s of sound
         started, encoded = time.monotonic(), audience.frames_encoded
         counts = [len(s.video_frames) for s in spectators]
         await asyncio.sleep(2.0)

@@ -216,12 +216,11 @@
     pc.ontrack = (event) => {
       if (!video.srcObject) video.srcObject = event.streams[0] || new MediaStream();
       if (!video.srcObject.getTracks().includes(event.track)) video.srcObject.addTrack(event.track);
-      video.play().catch(() => undefined);
+      tryPlay();
     };
     pc.onconnectionstatechange = () => {
       if (pc.connectionState === "connected") {
         $("overlay").hidden = true;
-        $("unmute").hidden = !video.muted; // autoplay starts muted; one click for sound
       } else if (pc.connectionState === "failed" && room.pc === pc && !room.final) {
         setTimeout(startPeer, 1000);
       }
@@ -234,6 +233,16 @@
       setTimeout(resolve, 3000);
     });
     send({ type: "offer", sdp: pc.localDescription.sdp });
+  }
+
+  // With sound where the browser allows it; otherwise muted, with a button for the sound.
+  function tryPlay() {
+    video.muted = false;
+    video.play().then(() => { $("unmute").hidden = true; }).catch(() => {
+      video.muted = true;
+      video.play().catch(() => undefined);
+      $("unmute").hidden = room.final;
+    });
   }
 
   $("unmute").addEventListener("click", () => {
@@ -256,6 +265,7 @@
     if (!room.pc) return;
     const stats = await room.pc.getStats();
     stats.forEach((report) => {
+      if (report.type === "inbound-rtp" && report.kind === "audio") room.audioSamples = report.totalSamplesReceived || 0;
       if (report.type !== "inbound-rtp" || report.kind !== "video") return;
       room.framesDecoded = report.framesDecoded || 0;
       room.fps = report.framesPerSecond || 0;
