@@ -20,8 +20,10 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -104,7 +106,9 @@ def _browser_cpu_seconds() -> float:
     return total
 
 
-def _prepare_database(var_dir: Path, sessions: int, spectators: int = 0) -> None:
+def _prepare_database(var_dir: Path, sessions: int, spectators: int = 0) -> list[str]:
+    """A fresh database with the bench world, its players, and the spectators (with API keys,
+    for spectators on the viewer WHEP URL)."""
     os.environ.update(_server_env(var_dir, sessions))
     import django
 
@@ -122,8 +126,13 @@ def _prepare_database(var_dir: Path, sessions: int, spectators: int = 0) -> None
     )
     for index in range(sessions):
         get_user_model().objects.create_user(f"bench{index}", password=PASSWORD)
+    from accounts.services import api_key_create
+
+    keys = []
     for index in range(spectators):
-        get_user_model().objects.create_user(f"viewer{index}", password=PASSWORD)
+        viewer = get_user_model().objects.create_user(f"viewer{index}", password=PASSWORD)
+        keys.append(api_key_create(owner=viewer, name="bench")[1])
+    return keys
 
 
 def _server_env(var_dir: Path, sessions: int) -> dict[str, str]:
@@ -145,14 +154,19 @@ def _percentile(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 1) if values else None
 
 
-def _measure(server_pid: int, players: list, seconds: float, viewers: list = ()) -> dict:
+def _measure(
+    server_pid: int,
+    players: list,
+    seconds: float,
+    viewer_frames: Callable[[], list[int]] = list,
+) -> dict:
     """Press and release W on every player's page for `seconds`; what the pages and the
     server did meanwhile."""
     for page in players:
         page.evaluate("() => { window.bench.latencies = []; window.bench.presses = []; }")
     before = [page.evaluate("window.bench.frames") for page in players]
     engine_before = sum(page.evaluate("window.worldsite.engineFrames || 0") for page in players)
-    viewers_before = [page.evaluate("window.viewerBench.frames") for page in viewers]
+    viewers_before = viewer_frames()
     cpu_before, server_before = _cpu_totals(), _process_cpu_seconds(server_pid)
     browsers_before = _browser_cpu_seconds()
     started = time.monotonic()
@@ -167,12 +181,12 @@ def _measure(server_pid: int, players: list, seconds: float, viewers: list = ())
     browsers_after = _browser_cpu_seconds()
     results = [page.evaluate("window.bench") for page in players]
     engine_after = sum(page.evaluate("window.worldsite.engineFrames || 0") for page in players)
-    viewer_frames = [page.evaluate("window.viewerBench.frames") for page in viewers]
+    viewers_after = viewer_frames()
     latencies = [ms for result in results for ms in result["latencies"]]
     total, idle = cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1]
     fps = [round((r["frames"] - b) / elapsed, 1) for r, b in zip(results, before, strict=True)]
     viewer_fps = [
-        round((a - b) / elapsed, 1) for a, b in zip(viewer_frames, viewers_before, strict=True)
+        round((a - b) / elapsed, 1) for a, b in zip(viewers_after, viewers_before, strict=True)
     ]
     return {
         "seconds": round(elapsed, 1),
@@ -195,8 +209,48 @@ def _measure(server_pid: int, players: list, seconds: float, viewers: list = ())
     }
 
 
-def run_room(spectators: int, seconds: float, screenshot: str | None = None) -> dict:
-    """One player in a listed live room, measured alone, then with `spectators` watching."""
+class WhepSpectators:
+    """tools.room_viewers in its own process (inside the namespace): aiortc spectators on the
+    room's viewer WHEP URL, as a streamer's tool would pull it."""
+
+    def __init__(self, namespace, port: int, whep_path: str, keys: list[str]) -> None:
+        command = [sys.executable, "-m", "tools.room_viewers", "--host", f"127.0.0.1:{port}"]
+        self.process = subprocess.Popen(
+            namespace.wrap([*command, "--whep", whep_path, *keys]),
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None and self.process.stdin is not None
+        ready = self.process.stdout.readline().strip()
+        if ready != "ready":
+            raise SystemExit(f"the WHEP spectators did not start: {ready!r}")
+        self.totals = [0] * len(keys)
+
+    def frames(self) -> list[int]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write("count\n")
+        self.process.stdin.flush()
+        counts = json.loads(self.process.stdout.readline())
+        self.totals = [total + count for total, count in zip(self.totals, counts, strict=True)]
+        return self.totals
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def run_room(
+    spectators: int, seconds: float, screenshot: str | None = None, client: str = "browser"
+) -> dict:
+    """One player in a listed live room, measured alone, then with `spectators` watching:
+    Chromium pages on the room's link (`browser`), or aiortc clients on its viewer WHEP URL
+    (`whep`)."""
     from playwright.sync_api import sync_playwright
 
     from tools.netns import CHROMIUM_FLAGS, NetworkNamespace
@@ -204,7 +258,7 @@ def run_room(spectators: int, seconds: float, screenshot: str | None = None) -> 
     if not NetworkNamespace.available():
         raise SystemExit("tools.bench needs root and iproute2 (it uses a network namespace)")
     workdir = Path(tempfile.mkdtemp(prefix="worldsite-bench-"))
-    _prepare_database(workdir, 1, spectators)
+    keys = _prepare_database(workdir, 1, spectators)
     namespace = NetworkNamespace(f"worldsite-bench-{os.getpid()}")
     port = 8765
     log = (workdir / "daphne.log").open("w")
@@ -234,24 +288,37 @@ def run_room(spectators: int, seconds: float, screenshot: str | None = None) -> 
             host.locator("#stream").focus()
             time.sleep(2.0)
             alone = _measure(server.pid, [host], seconds)
-            viewers = []
-            for index in range(spectators):
-                # Small windows: spectators' browsers would run on their own machines; here
-                # they share the server's two cores, so each draws as little as it can.
-                page = _logged_in(browser, base, f"viewer{index}", viewport=SPECTATOR_VIEWPORT)
-                page.goto(link)
-                viewers.append(page)
-            for page in viewers:
-                page.wait_for_function(
-                    "() => window.liveRoom && window.liveRoom.framesDecoded > 20", timeout=120_000
-                )
-                page.evaluate(VIEWER_PAGE_PROBE)
+            viewers: list = []
+            whep = None
+            if client == "whep":
+                code = link.rstrip("/").rsplit("/", 1)[1]
+                whep = WhepSpectators(namespace, port, f"/api/v1/rooms/{code}/whep/", keys)
+                viewer_frames = whep.frames
+            else:
+                for index in range(spectators):
+                    # Small windows: spectators' browsers would run on their own machines;
+                    # here they share the server's two cores, so each draws what it must.
+                    page = _logged_in(browser, base, f"viewer{index}", viewport=SPECTATOR_VIEWPORT)
+                    page.goto(link)
+                    viewers.append(page)
+                for page in viewers:
+                    page.wait_for_function(
+                        "() => window.liveRoom && window.liveRoom.framesDecoded > 20",
+                        timeout=120_000,
+                    )
+                    page.evaluate(VIEWER_PAGE_PROBE)
+
+                def viewer_frames() -> list[int]:
+                    return [page.evaluate("window.viewerBench.frames") for page in viewers]
+
             host.wait_for_function(f"() => window.liveRoom.viewerCount === {spectators}")
             host.locator("#stream").focus()
             time.sleep(2.0)
-            watched = _measure(server.pid, [host], seconds, viewers)
+            watched = _measure(server.pid, [host], seconds, viewer_frames)
             if screenshot:
                 (viewers[0] if viewers else host).screenshot(path=screenshot)
+            if whep is not None:
+                whep.close()
             browser.close()
     finally:
         server.terminate()
@@ -269,6 +336,7 @@ def run_room(spectators: int, seconds: float, screenshot: str | None = None) -> 
     viewer_fps = watched["viewer_decoded_fps"]
     return {
         "spectators": spectators,
+        "spectator_client": client,
         "seconds": seconds,
         "viewer_decoded_fps": viewer_fps,
         "viewer_decoded_fps_min": min(viewer_fps) if viewer_fps else None,
@@ -409,10 +477,18 @@ def main() -> None:
         default=None,
         help="one player in a live room watched by this many spectators (instead of --sessions)",
     )
+    parser.add_argument(
+        "--spectator-client",
+        choices=["browser", "whep"],
+        default="browser",
+        help="spectators as Chromium pages on the room's link, or aiortc clients on its WHEP URL",
+    )
     parser.add_argument("--screenshot", help="save the first player's page as this PNG")
     args = parser.parse_args()
     if args.spectators is not None:
-        result = run_room(args.spectators, args.seconds, args.screenshot)
+        result = run_room(
+            args.spectators, args.seconds, args.screenshot, client=args.spectator_client
+        )
     else:
         result = run(args.sessions, args.seconds, args.screenshot)
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
