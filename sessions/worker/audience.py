@@ -150,7 +150,8 @@ class EncodedAudioSource(MediaStreamTrack):
     async def recv(self) -> Packet:
         while not self._pending:
             frame = await self._raw.recv()
-            if self._held and frame.pts != self._held[-1].pts + self._held[-1].samples:
+            last = self._held[-1] if self._held else None
+            if last is not None and frame.pts != (last.pts or 0) + last.samples:
                 # The track skipped ahead (it fell behind the clock): the packet starts afresh
                 # at the new time, so the viewers' sound stays in step with the picture.
                 self._held.clear()
