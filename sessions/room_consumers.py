@@ -70,7 +70,7 @@ class RoomConsumer(AsyncWebsocketConsumer):
                 room=room, user=user, channel=self.channel_name
             )
         state = await database_sync_to_async(room_selectors.room_state)(room=room)
-        await self._send({"type": "room", "role": "host" if self.is_host else "viewer", **state})
+        await self._send(self._page_state(state))
         self.supervisor = asyncio.ensure_future(self._supervise())
 
     async def disconnect(self, code: int) -> None:
@@ -196,9 +196,17 @@ class RoomConsumer(AsyncWebsocketConsumer):
 
     # -- group and worker messages --------------------------------------------------------------
     async def room_state(self, event: messages.RoomState) -> None:
-        await self._send(
-            {"type": "room", "role": "host" if self.is_host else "viewer", **event["state"]}
-        )
+        await self._send(self._page_state(event["state"]))
+
+    def _page_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The room as this page shows it: only the host sees who is watching (by name)."""
+        names = state["viewers"] if self.is_host else []
+        return {
+            "type": "room",
+            "role": "host" if self.is_host else "viewer",
+            **state,
+            "viewers": names,
+        }
 
     async def room_applied(self, event: messages.RoomApplied) -> None:
         await self._send({"type": "applied", "prompt": event["prompt"]})

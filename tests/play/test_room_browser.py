@@ -96,6 +96,19 @@ def test_a_host_and_two_spectators_in_a_live_room(servers, netns, chromium_in):
     assert applied.status == "applied" and applied.applied_by == "host"
     ben.screenshot(path=str(ARTIFACTS / "42-room-spectator-applied.png"))
 
+    # Listed: the gallery's Live now strip shows the room to every member.
+    host.select_option("#room-visibility", "listed")
+    host.click("#room-submit")
+    host.wait_for_function(
+        "() => document.getElementById('room-feedback').textContent.includes('open')"
+    )
+    gallery = _logged_in_page(chromium_in, base, "ana", violations)  # lands on the gallery
+    strip = gallery.locator(".live-now").inner_text()
+    assert "Live now" in strip and "Misty Coast" in strip and "hosted by host" in strip, strip
+    assert gallery.locator(f".live-card[href='/live/{room.code}/']").count() == 1
+    gallery.screenshot(path=str(ARTIFACTS / "44-gallery-live-now.png"))
+    gallery.close()
+
     host.click("#end-session")
     host.wait_for_function(
         "() => document.getElementById('play-root').dataset.finalState === 'ended'"
