@@ -196,6 +196,10 @@ def test_share_link_page(client, room, people):
     client.force_login(people["eve"])
     refused = client.get(url)
     assert refused.status_code == 403 and b"only members the host invited" in refused.content
+    room_services.room_remove_viewer(room=room, username="ben")
+    client.force_login(people["ben"])
+    removed = client.get(url)
+    assert removed.status_code == 403 and b"The host removed you" in removed.content
     missing = client.get(reverse("sessions:live_room", args=["no-such-room"]))
     assert missing.status_code == 404 and b"No live room has this address" in missing.content
     client.force_login(people["host"])
