@@ -15,6 +15,21 @@ from tests.play.test_api_stack import EventStream, WhepViewer, _call, _new_key, 
 pytestmark = [pytest.mark.play, pytest.mark.django_db(transaction=True)]
 
 
+class Spectator(WhepViewer):
+    """A WHEP viewer that keeps the last picture it decoded."""
+
+    last_picture = None
+
+    async def _read(self, track) -> None:
+        while True:
+            try:
+                frame = await track.recv()
+            except Exception:  # the track ended
+                return
+            self.video_frames += 1
+            self.last_picture = frame.to_ndarray(format="rgb24")
+
+
 async def _until(condition, timeout: float, what: str) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not condition():
@@ -38,7 +53,7 @@ async def test_a_spectator_watches_a_room_through_its_viewer_whep_url(any_server
     stream = await asyncio.to_thread(EventStream, host, streamer, f"{path}events/")
 
     player = WhepViewer()  # the host plays through their own WHEP URL
-    spectator = WhepViewer()
+    spectator = Spectator()
     try:
         status, _, answer = await asyncio.to_thread(
             _post_sdp, host, streamer, session["whep_url"].split(host, 1)[1], await player.offer()
@@ -71,11 +86,16 @@ async def test_a_spectator_watches_a_room_through_its_viewer_whep_url(any_server
         await spectator.answer(answer)
         await _until(lambda: spectator.video_frames >= 40, 40, "no decoded frames for the fan")
         frames_before, player_before = spectator.video_frames, player.video_frames
-        await asyncio.sleep(2.0)
-        spectator_fps = (spectator.video_frames - frames_before) / 2.0
-        player_fps = (player.video_frames - player_before) / 2.0
+        await asyncio.sleep(3.0)
+        spectator_fps = (spectator.video_frames - frames_before) / 3.0
+        player_fps = (player.video_frames - player_before) / 3.0
         print("decoded fps: spectator", spectator_fps, "player", player_fps)
-        assert spectator_fps >= 0.7 * player_fps, (spectator_fps, player_fps)
+        # The spectator gets every new picture the engine makes (the player's track also
+        # repeats the last one when the engine falls behind, so its count runs higher under
+        # load); a stalled relay would decode nothing here.
+        assert spectator_fps >= 5, (spectator_fps, player_fps)
+        picture = spectator.last_picture
+        assert picture.shape[:2] == (128, 128) and picture.mean() > 10  # the world, not black
 
         _, _, room_now = await asyncio.to_thread(_call, host, streamer, "POST", f"{path}room", {})
         assert room_now["viewer_count"] == 1
