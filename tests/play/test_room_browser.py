@@ -100,7 +100,7 @@ def test_a_host_and_two_spectators_in_a_live_room(servers, netns, chromium_in):
     host.select_option("#room-visibility", "listed")
     host.click("#room-submit")
     host.wait_for_function(
-        "() => document.getElementById('room-feedback').textContent.includes('open')"
+        "() => document.getElementById('room-feedback').textContent.includes('Listed')"
     )
     gallery = _logged_in_page(chromium_in, base, "ana", violations)  # lands on the gallery
     strip = gallery.locator(".live-now").inner_text()

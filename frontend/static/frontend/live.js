@@ -186,7 +186,8 @@
         const result = await response.json();
         if (!response.ok) { feedback(result.error); return; }
         $("room-invite").value = "";
-        feedback(result.invited.length ? `Invited: ${result.invited.join(", ")}` : "The room is open: share the link.");
+        const who = result.visibility === "listed" ? "Listed in Live now: any member can watch." : "Private: only invited members can watch.";
+        feedback(result.invited.length ? `${who} Invited: ${result.invited.join(", ")}.` : who);
         const opened = !hostPanel.dataset.wsPath;
         hostPanel.dataset.wsPath = result.ws_path;
         showRoom(result.url);
