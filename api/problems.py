@@ -18,6 +18,7 @@ PROBLEM_TYPES = {
     "quota": "Your account's limits refuse this: `detail` says which and when it frees up.",
     "rate-limited": "Too many calls; wait `Retry-After` seconds.",
     "busy": "Every world engine is busy and the queue is full; try again in a few minutes.",
+    "room-access": "The live room is private and you were not invited, or its host removed you.",
     "not-running": "The session is not running yet, or no longer: inputs need it live, media "
     "needs a world engine (follow `events_url`).",
 }

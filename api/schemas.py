@@ -57,3 +57,30 @@ class InputsAccepted(Schema):
         description="One per input, in order. The events stream's `inputs_applied` reports the "
         "highest id the engine has applied."
     )
+
+
+class RoomIn(Schema):
+    visibility: str | None = Field(
+        None,
+        description="`private` (only invited members watch; the default) or `listed` (any "
+        "member, and the gallery's Live now strip shows it).",
+        pattern="^(private|listed)$",
+    )
+    invite: list[str] = Field(
+        default_factory=list,
+        max_length=50,
+        description="Usernames of members who may watch a private room.",
+    )
+
+
+class RoomOut(Schema):
+    room: str = Field(description="The room's code, the last part of its share link.")
+    url: str = Field(description="The share link: /live/<room>/, for logged-in members.")
+    whep_url: str = Field(
+        description="POST an SDP offer here (any key whose owner may watch) for the room's "
+        "picture and sound; receive-only: viewers never move the player."
+    )
+    visibility: str
+    steering: str = Field(description="host | audience")
+    viewer_count: int
+    invited: list[str]

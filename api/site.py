@@ -8,7 +8,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 
-from api import events, sessions, whep, worlds
+from api import events, rooms, sessions, whep, worlds
 from api.auth import ApiKeyAuth
 from api.problems import DEFAULT_DETAILS, Problem, problem_response
 from sessions.protocol import MAX_CAMERA_DELTA, MAX_PROMPT_CHARS
@@ -82,6 +82,7 @@ api.add_router("/worlds", worlds.router)
 api.add_router("/sessions", sessions.router)
 api.add_router("/sessions", events.router)
 api.add_router("/sessions", whep.router)
+api.add_router("", rooms.router)
 
 
 @api.exception_handler(Problem)

@@ -36,18 +36,18 @@ SDP = "application/sdp"
 ANSWER_TIMEOUT_S = 20.0
 
 
-def _resource_id(reply_channel: str) -> str:
+def resource_id(reply_channel: str) -> str:
     return base64.urlsafe_b64encode(reply_channel.encode()).decode().rstrip("=")
 
 
-def _reply_channel(resource_id: str) -> str:
+def reply_channel_of(resource_id: str) -> str:
     try:
         return base64.urlsafe_b64decode(resource_id + "=" * (-len(resource_id) % 4)).decode()
     except (binascii.Error, UnicodeDecodeError) as error:
         raise Problem(404, "There is no such WHEP connection.") from error
 
 
-def _offer(request: HttpRequest) -> str:
+def sdp_offer(request: HttpRequest) -> str:
     if request.content_type != SDP:
         raise Problem(415, f"Send the offer as Content-Type: {SDP}.")
     try:
@@ -89,7 +89,7 @@ def _not_running(session: PlaySession) -> Problem:
     )
 
 
-async def _answer(layer, channel: str) -> dict:
+async def engine_reply(layer, channel: str) -> dict:
     """The worker's reply to the offer (the group's other messages are skipped)."""
     while True:
         message = await layer.receive(channel)
@@ -111,7 +111,7 @@ async def whep_connect(request: HttpRequest, session_id: UUID) -> HttpResponse:
     and audio, and the connection accepts a data channel named `input` for input messages."""
     session = await sync_to_async(owned_session)(request, session_id)
     await sync_to_async(enforce_rate_limit)("api_whep", request)
-    offer = _offer(request)
+    offer = sdp_offer(request)
     layer = get_channel_layer()
     reply_channel = await layer.new_channel()
     group = session_group(str(session.pk))
@@ -127,7 +127,7 @@ async def whep_connect(request: HttpRequest, session_id: UUID) -> HttpResponse:
                 codec=settings.WEBRTC_VIDEO_CODEC,
             ),
         )
-        reply = await asyncio.wait_for(_answer(layer, reply_channel), ANSWER_TIMEOUT_S)
+        reply = await asyncio.wait_for(engine_reply(layer, reply_channel), ANSWER_TIMEOUT_S)
     except TimeoutError as error:
         raise Problem(503, "The world engine did not answer the offer in time.") from error
     finally:
@@ -138,7 +138,7 @@ async def whep_connect(request: HttpRequest, session_id: UUID) -> HttpResponse:
         )
     response = HttpResponse(reply["sdp"], status=201, content_type=SDP)
     response["Location"] = reverse(
-        "api:session_whep_resource", args=[str(session.pk), _resource_id(reply_channel)]
+        "api:session_whep_resource", args=[str(session.pk), resource_id(reply_channel)]
     )
     return response
 
@@ -153,7 +153,7 @@ async def whep_hang_up(request: HttpRequest, session_id: UUID, resource_id: str)
     """Close this media connection. The session itself runs on (end it with DELETE on the
     session); connect again with a new offer."""
     session = await sync_to_async(owned_session)(request, session_id)
-    reply_channel = _reply_channel(resource_id)
+    reply_channel = reply_channel_of(resource_id)
     if session.worker_channel:
         await get_channel_layer().send(
             session.worker_channel,

@@ -16,6 +16,14 @@ read differently elsewhere.
     worker   -> a consumer's channel      engine.answer, engine.error
     service  -> session group (page)      session.closed
     consumer -> page (WebSocket JSON)     status, ready, answer, error, stats, pong
+
+Live rooms (a session watched by an audience, sessions/room_services.py):
+
+    room consumer / API -> session's worker   engine.watch, engine.unwatch (a viewer's media)
+    service  -> session's worker              engine.eject (a removed viewer), engine.input
+    service  -> room group (room pages)       room.state, room.applied, room.removed,
+                                              session.closed
+    worker   -> a viewer's reply channel      engine.answer, engine.error
 """
 
 from typing import Any, Literal, NotRequired, TypedDict
@@ -26,6 +34,11 @@ START_CHANNEL = "engine.start"  # workers with free capacity listen here
 def session_group(session_id: str) -> str:
     """The group of one session's page consumer(s)."""
     return f"play.{session_id}"
+
+
+def room_group(session_id: str) -> str:
+    """The group of every page watching one session's live room (host and spectators)."""
+    return f"room.{session_id}"
 
 
 # --- to workers -----------------------------------------------------------------------------------
@@ -110,6 +123,51 @@ def engine_input(*, session_id: str, event: dict[str, Any], seq: int) -> EngineI
     return {"type": "engine.input", "session_id": session_id, "event": event, "seq": seq}
 
 
+class EngineWatch(TypedDict):
+    """A spectator's offer: a receive-only connection to the session's relayed picture and
+    sound. It never moves the player."""
+
+    type: Literal["engine.watch"]
+    session_id: str
+    sdp: str
+    reply_channel: str  # identifies this viewer connection (engine.unwatch names it again)
+    viewer: str  # the spectator's user id (engine.eject closes all of theirs)
+    codec: str
+
+
+def engine_watch(
+    *, session_id: str, sdp: str, reply_channel: str, viewer: str, codec: str
+) -> EngineWatch:
+    return {
+        "type": "engine.watch",
+        "session_id": session_id,
+        "sdp": sdp,
+        "reply_channel": reply_channel,
+        "viewer": viewer,
+        "codec": codec,
+    }
+
+
+class EngineUnwatch(TypedDict):
+    type: Literal["engine.unwatch"]
+    session_id: str
+    reply_channel: str
+
+
+def engine_unwatch(*, session_id: str, reply_channel: str) -> EngineUnwatch:
+    return {"type": "engine.unwatch", "session_id": session_id, "reply_channel": reply_channel}
+
+
+class EngineEject(TypedDict):
+    type: Literal["engine.eject"]
+    session_id: str
+    viewer: str
+
+
+def engine_eject(*, session_id: str, viewer: str) -> EngineEject:
+    return {"type": "engine.eject", "session_id": session_id, "viewer": viewer}
+
+
 class EngineStop(TypedDict):
     type: Literal["engine.stop"]
     session_id: str
@@ -169,6 +227,7 @@ class EngineHeartbeat(TypedDict):
     seconds_left: int
     last_seq: int
     bad_messages: int
+    viewers: int  # a live room's media connections (spectators)
 
 
 def engine_heartbeat(**stats: Any) -> EngineHeartbeat:
@@ -194,6 +253,36 @@ class SessionClosed(TypedDict):
 
 def session_closed(*, reason: str, failed: bool) -> SessionClosed:
     return {"type": "session.closed", "reason": reason, "failed": failed}
+
+
+# --- from the room services (to a room's pages) ------------------------------------------------
+class RoomState(TypedDict):
+    type: Literal["room.state"]
+    state: dict[str, Any]  # sessions.room_selectors.room_state
+
+
+def room_state(*, state: dict[str, Any]) -> RoomState:
+    return {"type": "room.state", "state": state}
+
+
+class RoomApplied(TypedDict):
+    """A prompt changed the world: which, who sent it, and who applied it (host | audience)."""
+
+    type: Literal["room.applied"]
+    prompt: dict[str, Any]  # sessions.room_selectors.prompt_summary
+
+
+def room_applied(*, prompt: dict[str, Any]) -> RoomApplied:
+    return {"type": "room.applied", "prompt": prompt}
+
+
+class RoomRemoved(TypedDict):
+    type: Literal["room.removed"]
+    user_id: int
+
+
+def room_removed(*, user_id: int) -> RoomRemoved:
+    return {"type": "room.removed", "user_id": user_id}
 
 
 # --- consumer -> page (JSON over the WebSocket) ---------------------------------------------------

@@ -20,7 +20,7 @@ from sessions import engine_requests, selectors, services
 from sessions.channel_messages import session_group
 from sessions.models import PlaySession
 from sessions.protocol import ProtocolError, parse_ws_message
-from sessions.throttle import TokenBucket
+from sessions.throttle import socket_message_limit
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class PlayConsumer(AsyncWebsocketConsumer):
         self.session_id = session_id
         self.group = session_group(session_id)
         self.bad_messages = 0
-        self.limiter = TokenBucket(rate=10, burst=20)
+        self.limiter = socket_message_limit()
         self.engine_requested_at: float | None = None
         self.worker_channel = session.worker_channel
         self.closed = False

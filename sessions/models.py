@@ -147,3 +147,100 @@ class SessionExport(models.Model):
 
     def __str__(self) -> str:
         return f"Export of {self.session} ({self.status})"
+
+
+def new_room_code() -> str:
+    """The room's part of its share link (/live/<code>/): short, unguessable, URL-safe."""
+    import secrets
+
+    return secrets.token_urlsafe(9)
+
+
+class LiveRoom(models.Model):
+    """A live session opened to an audience: the share link, who may watch, how it is steered.
+
+    A room has no engine of its own: its viewers watch its session's stream (relayed by the
+    session's worker), and it ends with its session. Changes go through sessions.room_services.
+    """
+
+    class Visibility(models.TextChoices):
+        PRIVATE = "private", "Private: invited members only"
+        LISTED = "listed", "Listed in Live now: any member"
+
+    class Steering(models.TextChoices):
+        HOST = "host", "The host applies audience prompts"
+        AUDIENCE = "audience", "Audience steers: the most-supported prompt of each round"
+
+    code = models.CharField(max_length=20, unique=True, default=new_room_code, editable=False)
+    session = models.OneToOneField(PlaySession, on_delete=models.CASCADE, related_name="room")
+    visibility = models.CharField(
+        max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE
+    )
+    steering = models.CharField(max_length=10, choices=Steering.choices, default=Steering.HOST)
+    # Audience steering: when the current 10-second round began.
+    round_started_at = models.DateTimeField(null=True, blank=True)
+    invited = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="room_invitations"
+    )
+    removed = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="rooms_removed_from"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Live room {self.code} ({self.session})"
+
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("sessions:live_room", args=[self.code])
+
+
+class RoomViewer(models.Model):
+    """One open connection of a spectator to a room (a room page's socket, or a WHEP pull):
+    what the viewer count counts. Deleted when the connection goes away."""
+
+    room = models.ForeignKey(LiveRoom, on_delete=models.CASCADE, related_name="viewers")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    channel = models.CharField(max_length=200, unique=True)
+    connected_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["room", "user"])]
+
+    def __str__(self) -> str:
+        return f"{self.user} watching {self.room.code}"
+
+
+class AudiencePrompt(models.Model):
+    """A sentence a spectator sent into a room's queue; the host (or a round) may apply it."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting"
+        APPLIED = "applied", "Applied"
+        DROPPED = "dropped", "Dropped"
+
+    class AppliedBy(models.TextChoices):
+        HOST = "host", "the host"
+        AUDIENCE = "audience", "the audience's vote"
+
+    room = models.ForeignKey(LiveRoom, on_delete=models.CASCADE, related_name="prompts")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    text = models.CharField(max_length=300)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    applied_by = models.CharField(max_length=10, choices=AppliedBy.choices, blank=True)
+    supporters = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="supported_prompts"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    applied_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["room", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.author}: {self.text[:40]} ({self.status})"

@@ -116,16 +116,60 @@ def parse_data_message(raw: str | bytes | None) -> dict[str, Any]:
             "seq": seq,
         }
     if kind == "prompt":
-        text = message.get("text")
-        if not isinstance(text, str) or not text.strip():
-            raise ProtocolError("bad_field", "A prompt needs some text.")
-        text = " ".join(text.split())
-        if len(text) > MAX_PROMPT_CHARS:
-            raise ProtocolError(
-                "too_long", f"Prompts are limited to {MAX_PROMPT_CHARS} characters."
-            )
-        return {"type": "prompt", "text": text}
+        return {"type": "prompt", "text": _prompt_text(message.get("text"))}
     raise ProtocolError("unknown_type", f"Unknown input type {kind[:40]!r}.")
+
+
+def _prompt_text(text: Any) -> str:
+    """A sentence for the world, whitespace folded, at most MAX_PROMPT_CHARS."""
+    if not isinstance(text, str) or not text.strip():
+        raise ProtocolError("bad_field", "A prompt needs some text.")
+    text = " ".join(text.split())
+    if len(text) > MAX_PROMPT_CHARS:
+        raise ProtocolError("too_long", f"Prompts are limited to {MAX_PROMPT_CHARS} characters.")
+    return text
+
+
+ROOM_STEERING_MODES = ("host", "audience")
+MAX_USERNAME_CHARS = 150
+
+
+def _record_id(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**53:
+        raise ProtocolError("bad_field", f"'{name}' must be a positive integer id.")
+    return value
+
+
+def parse_room_message(raw: str | bytes | None) -> dict[str, Any]:
+    """A message on a live room's socket /ws/live/<room>/. Anyone in the room: `offer` (to
+    watch), `prompt` (into the audience queue), `support` (a queued prompt), `ping`. The host
+    only (the consumer checks who sent it): `apply` a queued prompt, `steering` (host |
+    audience), `remove` a viewer by username."""
+    message = _decode(raw, MAX_WS_MESSAGE_BYTES)
+    kind = message["type"]
+    if kind == "offer":
+        return {"type": "offer", "sdp": parse_sdp_offer(message.get("sdp"))}
+    if kind == "prompt":
+        if len(json.dumps(message)) > MAX_DATA_MESSAGE_BYTES:
+            raise ProtocolError(
+                "too_large", f"Message is larger than {MAX_DATA_MESSAGE_BYTES} bytes."
+            )
+        return {"type": "prompt", "text": _prompt_text(message.get("text"))}
+    if kind in ("support", "apply"):
+        return {"type": kind, "prompt": _record_id(message.get("prompt"), "prompt")}
+    if kind == "steering":
+        mode = message.get("mode")
+        if mode not in ROOM_STEERING_MODES:
+            raise ProtocolError("bad_field", "'mode' must be 'host' or 'audience'.")
+        return {"type": "steering", "mode": mode}
+    if kind == "remove":
+        user = message.get("user")
+        if not isinstance(user, str) or not 0 < len(user) <= MAX_USERNAME_CHARS:
+            raise ProtocolError("bad_field", "'user' must be a viewer's username.")
+        return {"type": "remove", "user": user}
+    if kind == "ping":
+        return {"type": "ping", "t": _finite(message.get("t", 0), "t")}
+    raise ProtocolError("unknown_type", f"Unknown message type {kind[:40]!r}.")
 
 
 def engine_event(message: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.urls import path, re_path
 
 from sessions.consumers import PlayConsumer
+from sessions.room_consumers import RoomConsumer
 
 CLOSE_NO_SUCH_SOCKET = 4404
 
@@ -18,5 +19,6 @@ class NoSuchSocket(AsyncWebsocketConsumer):
 
 websocket_urlpatterns = [
     path("ws/play/<uuid:session_id>/", PlayConsumer.as_asgi()),
+    path("ws/live/<str:room>/", RoomConsumer.as_asgi()),
     re_path(r"", NoSuchSocket.as_asgi()),
 ]

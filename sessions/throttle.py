@@ -19,3 +19,14 @@ class TokenBucket:
             self.tokens -= 1
             return True
         return False
+
+
+# The limits every play channel shares, so a room's audience is held to the player's own.
+def socket_message_limit() -> TokenBucket:
+    """Messages on a page's WebSocket (the play page's and a live room's): 10 a second."""
+    return TokenBucket(rate=10, burst=20)
+
+
+def prompt_limit() -> TokenBucket:
+    """Sentences for the world, from the player or a spectator: one every 2 s, bursts of 4."""
+    return TokenBucket(rate=0.5, burst=4)

@@ -12,8 +12,9 @@ from django.views.decorators.http import require_POST
 from gallery import selectors as gallery_selectors
 from gallery.validators import validate_reference_image
 from sessions import channel_messages as session_messages
-from sessions import export_services, selectors, services
-from sessions.models import SessionExport
+from sessions import export_services, room_selectors, room_services, selectors, services
+from sessions.models import LiveRoom, SessionExport
+from sessions.room_selectors import ACCESS_REFUSALS, RoomAccess
 from sessions.services import Decision
 from worldsite.engine_gateway.constants import suggested_prompts
 from worldsite.engine_gateway.pictures import shrink_to_png
@@ -45,8 +46,68 @@ def play_page(request: HttpRequest, session_id) -> HttpResponse:
         "usage": selectors.quota_usage(user=request.user),
         "suggested_prompts": suggested_prompts(session.world.theme),
         "ice_servers": settings.WEBRTC_ICE_SERVERS,
+        "room": room_selectors.room_for_session(session=session),
+        "visibilities": LiveRoom.Visibility.choices,
     }
     return render(request, "sessions/play.html", context)
+
+
+def _room_json(request: HttpRequest, room: LiveRoom) -> dict:
+    return {
+        "code": room.code,
+        "url": request.build_absolute_uri(room.get_absolute_url()),
+        "ws_path": f"/ws/live/{room.code}/",
+        "visibility": room.visibility,
+        "invited": sorted(room.invited.values_list("username", flat=True)),
+    }
+
+
+@login_required
+@require_POST
+@rate_limited("room_open")
+def room_open(request: HttpRequest, session_id) -> JsonResponse:
+    """The play page's Live room panel: open the session as a live room, or change who may
+    watch it (visibility, invited members)."""
+    session = selectors.session_get_for_owner(session_id=session_id, owner=request.user)
+    if session is None:
+        return JsonResponse({"error": "This play session does not exist."}, status=404)
+    invite = [name for name in request.POST.get("invite", "").replace(",", " ").split() if name]
+    try:
+        room = room_services.room_open(
+            session=session, visibility=request.POST.get("visibility") or None, invite=invite
+        )
+    except room_services.RoomRefused as refusal:
+        status = 409 if not session.is_active else 400
+        return JsonResponse({"error": str(refusal)}, status=status)
+    return JsonResponse(_room_json(request, room))
+
+
+@login_required
+def live_room(request: HttpRequest, code: str) -> HttpResponse:
+    """A live room's share link: spectators watch the host's stream and suggest prompts."""
+    room = room_selectors.room_get(code=code)
+    if room is None:
+        raise Http404("No live room has this address. Check the link with the host.")
+    access = room_selectors.room_access(room=room, user=request.user)
+    if access == RoomAccess.HOST:
+        return redirect("sessions:play", session_id=room.session_id)
+    if access in ACCESS_REFUSALS:
+        return render(
+            request,
+            "403.html",
+            {"title": "You can't watch this room", "message": ACCESS_REFUSALS[access]},
+            status=403,
+        )
+    context = {
+        "room": room,
+        "session": room.session,
+        "world": room.session.world,
+        "host": room.session.owner,
+        "is_open": room_selectors.room_is_open(room=room),
+        "ice_servers": settings.WEBRTC_ICE_SERVERS,
+        "round_seconds": room_selectors.ROUND_SECONDS,
+    }
+    return render(request, "sessions/live_room.html", context)
 
 
 @login_required

@@ -1,6 +1,12 @@
 """Play-session benchmark: N headless Chromium players against a local server; prints JSON.
 
     python -m tools.bench [--sessions 1] [--seconds 20] [--json]
+    python -m tools.bench --spectators 8 [--seconds 20] [--json]
+
+With --spectators N, one player opens a listed live room and N spectators' pages watch it on
+the same engine worker: the bench first measures the player alone for --seconds, then with the
+N spectators for --seconds, and reports the spectators' decoded fps, the player's
+input-to-frame latency in both phases, and the server's CPU with and without the audience.
 
 Everything runs on a throwaway SQLite database inside a private network namespace (root and
 iproute2 needed, as for the WebRTC tests). The engine stamps each frame with the sequence number
@@ -14,8 +20,10 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +69,16 @@ BENCH_PAGE_PROBE = """() => {
 }"""
 
 
+# Counts the frames a spectator's page presents (the room page's <video>).
+VIEWER_PAGE_PROBE = """() => {
+  const bench = { frames: 0 };
+  window.viewerBench = bench;
+  const video = document.getElementById("stream");
+  const onFrame = () => { bench.frames += 1; video.requestVideoFrameCallback(onFrame); };
+  video.requestVideoFrameCallback(onFrame);
+}"""
+
+
 def _cpu_totals() -> tuple[int, int]:
     fields = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
     idle = fields[3] + fields[4]
@@ -73,7 +91,24 @@ def _process_cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _prepare_database(var_dir: Path, sessions: int) -> None:
+def _browser_cpu_seconds() -> float:
+    """CPU time of every Chromium process (the players' and spectators' pages)."""
+    total = 0.0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if b"chromium" not in (proc / "cmdline").read_bytes():
+                continue
+            total += _process_cpu_seconds(int(proc.name))
+        except (OSError, ValueError):  # the process ended meanwhile
+            continue
+    return total
+
+
+def _prepare_database(var_dir: Path, sessions: int, spectators: int = 0) -> list[str]:
+    """A fresh database with the bench world, its players, and the spectators (with API keys,
+    for spectators on the viewer WHEP URL)."""
     os.environ.update(_server_env(var_dir, sessions))
     import django
 
@@ -91,6 +126,13 @@ def _prepare_database(var_dir: Path, sessions: int) -> None:
     )
     for index in range(sessions):
         get_user_model().objects.create_user(f"bench{index}", password=PASSWORD)
+    from accounts.services import api_key_create
+
+    keys = []
+    for index in range(spectators):
+        viewer = get_user_model().objects.create_user(f"viewer{index}", password=PASSWORD)
+        keys.append(api_key_create(owner=viewer, name="bench")[1])
+    return keys
 
 
 def _server_env(var_dir: Path, sessions: int) -> dict[str, str]:
@@ -110,6 +152,221 @@ def _server_env(var_dir: Path, sessions: int) -> dict[str, str]:
 
 def _percentile(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 1) if values else None
+
+
+def _measure(
+    server_pid: int,
+    players: list,
+    seconds: float,
+    viewer_frames: Callable[[], list[int]] = list,
+) -> dict:
+    """Press and release W on every player's page for `seconds`; what the pages and the
+    server did meanwhile."""
+    for page in players:
+        page.evaluate("() => { window.bench.latencies = []; window.bench.presses = []; }")
+    before = [page.evaluate("window.bench.frames") for page in players]
+    engine_before = sum(page.evaluate("window.worldsite.engineFrames || 0") for page in players)
+    viewers_before = viewer_frames()
+    cpu_before, server_before = _cpu_totals(), _process_cpu_seconds(server_pid)
+    browsers_before = _browser_cpu_seconds()
+    started = time.monotonic()
+    held = False
+    while time.monotonic() - started < seconds:
+        for page in players:
+            (page.keyboard.up if held else page.keyboard.down)("w")
+        held = not held
+        time.sleep(0.5)
+    elapsed = time.monotonic() - started
+    cpu_after, server_after = _cpu_totals(), _process_cpu_seconds(server_pid)
+    browsers_after = _browser_cpu_seconds()
+    results = [page.evaluate("window.bench") for page in players]
+    engine_after = sum(page.evaluate("window.worldsite.engineFrames || 0") for page in players)
+    viewers_after = viewer_frames()
+    latencies = [ms for result in results for ms in result["latencies"]]
+    total, idle = cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1]
+    fps = [round((r["frames"] - b) / elapsed, 1) for r, b in zip(results, before, strict=True)]
+    viewer_fps = [
+        round((a - b) / elapsed, 1) for a, b in zip(viewers_after, viewers_before, strict=True)
+    ]
+    return {
+        "seconds": round(elapsed, 1),
+        "decoded_fps": fps,
+        "viewer_decoded_fps": viewer_fps,
+        "input_to_frame_ms_p50": _percentile(latencies, 50),
+        "input_to_frame_ms_p95": _percentile(latencies, 95),
+        "input_samples": len(latencies),
+        "cpu_machine_percent": round(100.0 * (total - idle) / total, 1) if total else None,
+        "cpu_server_cores": round((server_after - server_before) / elapsed, 2),
+        "cpu_browsers_cores": round((browsers_after - browsers_before) / elapsed, 2),
+        # Frames the engine generated (its heartbeat, once a second): on a machine whose other
+        # jobs take CPU from the server, CPU per generated frame compares phases fairly.
+        "engine_fps": round((engine_after - engine_before) / elapsed, 1),
+        "cpu_server_ms_per_frame": (
+            round(1000 * (server_after - server_before) / (engine_after - engine_before), 1)
+            if engine_after > engine_before
+            else None
+        ),
+    }
+
+
+class WhepSpectators:
+    """tools.room_viewers in its own process (inside the namespace): aiortc spectators on the
+    room's viewer WHEP URL, as a streamer's tool would pull it."""
+
+    def __init__(self, namespace, port: int, whep_path: str, keys: list[str]) -> None:
+        command = [sys.executable, "-m", "tools.room_viewers", "--host", f"127.0.0.1:{port}"]
+        self.process = subprocess.Popen(
+            namespace.wrap([*command, "--whep", whep_path, *keys]),
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None and self.process.stdin is not None
+        ready = self.process.stdout.readline().strip()
+        if ready != "ready":
+            raise SystemExit(f"the WHEP spectators did not start: {ready!r}")
+        self.totals = [0] * len(keys)
+
+    def frames(self) -> list[int]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write("count\n")
+        self.process.stdin.flush()
+        counts = json.loads(self.process.stdout.readline())
+        self.totals = [total + count for total, count in zip(self.totals, counts, strict=True)]
+        return self.totals
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def run_room(
+    spectators: int, seconds: float, screenshot: str | None = None, client: str = "browser"
+) -> dict:
+    """One player in a listed live room, measured alone, then with `spectators` watching:
+    Chromium pages on the room's link (`browser`), or aiortc clients on its viewer WHEP URL
+    (`whep`)."""
+    from playwright.sync_api import sync_playwright
+
+    from tools.netns import CHROMIUM_FLAGS, NetworkNamespace
+
+    if not NetworkNamespace.available():
+        raise SystemExit("tools.bench needs root and iproute2 (it uses a network namespace)")
+    workdir = Path(tempfile.mkdtemp(prefix="worldsite-bench-"))
+    keys = _prepare_database(workdir, 1, spectators)
+    namespace = NetworkNamespace(f"worldsite-bench-{os.getpid()}")
+    port = 8765
+    log = (workdir / "daphne.log").open("w")
+    server = subprocess.Popen(
+        namespace.wrap(daphne_argv(port)),
+        cwd=REPO,
+        env={**os.environ, **_server_env(workdir, 1)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        namespace.wait_for_port(port)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=namespace.chromium_wrapper(workdir), args=CHROMIUM_FLAGS
+            )
+            host = _start_player(browser, base, 0)
+            host.wait_for_function(
+                "() => window.worldsite && window.worldsite.live", timeout=180_000
+            )
+            host.evaluate(BENCH_PAGE_PROBE)
+            host.select_option("#room-visibility", "listed")
+            host.click("#room-submit")
+            host.wait_for_function("() => !document.getElementById('room-live').hidden")
+            link = host.locator("#room-link").inner_text()
+            host.locator("#stream").focus()
+            time.sleep(2.0)
+            alone = _measure(server.pid, [host], seconds)
+            viewers: list = []
+            whep = None
+            if client == "whep":
+                code = link.rstrip("/").rsplit("/", 1)[1]
+                whep = WhepSpectators(namespace, port, f"/api/v1/rooms/{code}/whep/", keys)
+                viewer_frames = whep.frames
+            else:
+                for index in range(spectators):
+                    # Small windows: spectators' browsers would run on their own machines;
+                    # here they share the server's two cores, so each draws what it must.
+                    page = _logged_in(browser, base, f"viewer{index}", viewport=SPECTATOR_VIEWPORT)
+                    page.goto(link)
+                    viewers.append(page)
+                for page in viewers:
+                    page.wait_for_function(
+                        "() => window.liveRoom && window.liveRoom.framesDecoded > 20",
+                        timeout=120_000,
+                    )
+                    page.evaluate(VIEWER_PAGE_PROBE)
+
+                def viewer_frames() -> list[int]:
+                    return [page.evaluate("window.viewerBench.frames") for page in viewers]
+
+            host.wait_for_function(f"() => window.liveRoom.viewerCount === {spectators}")
+            host.locator("#stream").focus()
+            time.sleep(2.0)
+            watched = _measure(server.pid, [host], seconds, viewer_frames)
+            if screenshot:
+                (viewers[0] if viewers else host).screenshot(path=screenshot)
+            if whep is not None:
+                whep.close()
+            browser.close()
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        namespace.remove()
+    alone_cpu, watched_cpu = alone["cpu_server_cores"], watched["cpu_server_cores"]
+    alone_per_frame, watched_per_frame = (
+        alone["cpu_server_ms_per_frame"],
+        watched["cpu_server_ms_per_frame"],
+    )
+    viewer_fps = watched["viewer_decoded_fps"]
+    return {
+        "spectators": spectators,
+        "spectator_client": client,
+        "seconds": seconds,
+        "viewer_decoded_fps": viewer_fps,
+        "viewer_decoded_fps_min": min(viewer_fps) if viewer_fps else None,
+        "host_decoded_fps": watched["decoded_fps"][0],
+        "host_decoded_fps_alone": alone["decoded_fps"][0],
+        "input_to_frame_ms_p50": watched["input_to_frame_ms_p50"],
+        "input_to_frame_ms_p95": watched["input_to_frame_ms_p95"],
+        "input_to_frame_ms_p50_alone": alone["input_to_frame_ms_p50"],
+        "input_samples": watched["input_samples"],
+        "cpu_server_cores_alone": alone_cpu,
+        "cpu_server_cores": watched_cpu,
+        "cpu_server_increase_percent": (
+            round(100.0 * (watched_cpu - alone_cpu) / alone_cpu, 1) if alone_cpu else None
+        ),
+        "engine_fps_alone": alone["engine_fps"],
+        "engine_fps": watched["engine_fps"],
+        "cpu_server_ms_per_frame_alone": alone_per_frame,
+        "cpu_server_ms_per_frame": watched_per_frame,
+        "cpu_server_per_frame_increase_percent": (
+            round(100.0 * (watched_per_frame - alone_per_frame) / alone_per_frame, 1)
+            if alone_per_frame and watched_per_frame
+            else None
+        ),
+        "cpu_browsers_cores_alone": alone["cpu_browsers_cores"],
+        "cpu_browsers_cores": watched["cpu_browsers_cores"],
+        "cpu_machine_percent_alone": alone["cpu_machine_percent"],
+        "cpu_machine_percent": watched["cpu_machine_percent"],
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "cores": os.cpu_count(),
+    }
 
 
 def run(sessions: int, seconds: float, screenshot: str | None = None) -> dict:
@@ -187,13 +444,22 @@ def run(sessions: int, seconds: float, screenshot: str | None = None) -> dict:
     }
 
 
-def _start_player(browser, base: str, index: int):
-    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+SPECTATOR_VIEWPORT = {"width": 560, "height": 420}
+
+
+def _logged_in(browser, base: str, username: str, viewport: dict | None = None):
+    context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900})
+    page = context.new_page()
     page.goto(base + "/accounts/login/")
-    page.fill("input[name=username]", f"bench{index}")
+    page.fill("input[name=username]", username)
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_url("**/worlds/")
+    return page
+
+
+def _start_player(browser, base: str, index: int):
+    page = _logged_in(browser, base, f"bench{index}")
     page.goto(base + "/worlds/bench/")
     page.click("text=Play this world")
     page.wait_for_url("**/play/**")
@@ -205,9 +471,26 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--json", action="store_true", help="print only the JSON object")
+    parser.add_argument(
+        "--spectators",
+        type=int,
+        default=None,
+        help="one player in a live room watched by this many spectators (instead of --sessions)",
+    )
+    parser.add_argument(
+        "--spectator-client",
+        choices=["browser", "whep"],
+        default="browser",
+        help="spectators as Chromium pages on the room's link, or aiortc clients on its WHEP URL",
+    )
     parser.add_argument("--screenshot", help="save the first player's page as this PNG")
     args = parser.parse_args()
-    result = run(args.sessions, args.seconds, args.screenshot)
+    if args.spectators is not None:
+        result = run_room(
+            args.spectators, args.seconds, args.screenshot, client=args.spectator_client
+        )
+    else:
+        result = run(args.sessions, args.seconds, args.screenshot)
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
 
 

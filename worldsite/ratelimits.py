@@ -45,12 +45,14 @@ RATE_LIMITS: dict[str, tuple[Limit, ...]] = {
     "play_image": (Limit(PER_ADDRESS, "40/m"), Limit(_account, "20/m")),
     "play_start": (Limit(PER_ADDRESS, "30/m"), Limit(_account, "10/m")),
     "export_start": (Limit(PER_ADDRESS, "30/h"), Limit(_account, "20/h")),
+    # Opening a live room or changing who may watch it (the play page and the API's room call).
+    "room_open": (Limit(PER_ADDRESS, "30/m"), Limit(_account, "10/m")),
     # The developer API (api/): starting a session counts as "play_start" above; each call to
     # a session's input_url (up to 50 inputs) counts here.
     "api_input": (Limit(PER_ADDRESS, "1200/m"), Limit(_account, "600/m")),
     "api_whep": (Limit(PER_ADDRESS, "60/m"), Limit(_account, "30/m")),
 }
-JSON_VIEWS = {"play_image"}
+JSON_VIEWS = {"play_image", "room_open"}
 
 
 def retry_after(name: str, request: HttpRequest) -> int | None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from sessions import channel_messages as messages
 from sessions.channel_messages import START_CHANNEL, session_group
+from sessions.worker.audience import Audience
 from sessions.worker.media import LatestFrames
 from sessions.worker.peer import PlayPeer
 from sessions.worker.runner import SessionRunner
@@ -77,6 +78,7 @@ class LiveSession:
     forced_failure: bool = False
     detached_at: float | None = None
     page_channel: str = ""  # the consumer whose page made the current connection
+    audience: Audience | None = None  # a live room's spectators (sessions/worker/audience.py)
 
 
 class EngineWorker:
@@ -169,6 +171,12 @@ class EngineWorker:
                     self._push(session_id, {"kind": "image", "image": decode_png(message["png"])})
                 elif kind == "engine.input":
                     self._push(session_id, message["event"], seq=int(message["seq"]))
+                elif kind == "engine.watch":
+                    await self._watch(session_id, message)
+                elif kind == "engine.unwatch":
+                    await self._unwatch(session_id, message.get("reply_channel", ""))
+                elif kind == "engine.eject":
+                    await self._eject(session_id, str(message.get("viewer", "")))
                 else:
                     logger.warning("worker ignored message of type %r", kind)
             except Exception:
@@ -211,6 +219,7 @@ class EngineWorker:
                         seconds_left=_seconds_left(live, now),
                         last_seq=live.runner.last_applied_seq,
                         bad_messages=live.peer.bad_messages if live.peer else 0,
+                        viewers=len(live.audience.viewers) if live.audience else 0,
                     ),
                 )
             await asyncio.sleep(HEARTBEAT_SECONDS)
@@ -262,6 +271,12 @@ class EngineWorker:
             frames=frames,
             allowed_seconds=int(message.get("allowed_seconds") or 600),
             started=time.monotonic(),
+            audience=Audience(
+                frames,
+                fps=info["fps"],
+                ice_servers=self.config.ice_servers,
+                codec=self.config.video_codec,
+            ),
         )
         accepted = messages.engine_accepted(worker=self.config.name, worker_channel=self.channel)
         await self._report(session_id, accepted)
@@ -334,6 +349,41 @@ class EngineWorker:
         peer, live.peer = live.peer, None
         await peer.close()
 
+    async def _watch(self, session_id: str, message: dict[str, Any]) -> None:
+        """A spectator's offer: answered from the session's audience relay. Watching never
+        starts the engine (the player's connection does) and never counts as the player."""
+        live = self.sessions.get(session_id)
+        reply_to = message.get("reply_channel") or ""
+        if live is None or live.audience is None:
+            await self.layer.send(
+                reply_to, messages.engine_error(message="This session is no longer running.")
+            )
+            return
+        try:
+            answer = await live.audience.watch(
+                reply_channel=reply_to,
+                viewer=str(message.get("viewer", "")),
+                offer_sdp=message["sdp"],
+            )
+        except Exception as exc:
+            logger.info("rejected a spectator's offer for %s: %s", session_id, exc)
+            await self.layer.send(
+                reply_to,
+                messages.engine_error(message="The connection offer could not be used."),
+            )
+            return
+        await self.layer.send(reply_to, messages.engine_answer(sdp=answer))
+
+    async def _unwatch(self, session_id: str, reply_channel: str) -> None:
+        live = self.sessions.get(session_id)
+        if live is not None and live.audience is not None:
+            await live.audience.unwatch(reply_channel=reply_channel)
+
+    async def _eject(self, session_id: str, viewer: str) -> None:
+        live = self.sessions.get(session_id)
+        if live is not None and live.audience is not None:
+            await live.audience.eject(viewer=viewer)
+
     def _push(self, session_id: str, event: dict[str, Any], seq: int = 0) -> None:
         live = self.sessions.get(session_id)
         if live is not None:
@@ -370,6 +420,8 @@ class EngineWorker:
         if live is None:
             return
         failed = live.forced_failure or live.runner.failed
+        if live.audience is not None:  # spectators hear the end on their room socket too
+            await live.audience.close({"type": "ended", "reason": reason, "failed": failed})
         if live.peer is not None:
             if self._stopping:  # the server is going down with its sockets: say it on the media
                 live.peer.notify({"type": "ended", "reason": reason, "failed": failed})

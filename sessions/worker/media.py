@@ -54,6 +54,36 @@ def upsample_16k_to_48k(samples: np.ndarray) -> np.ndarray:
     return np.clip(np.round(resampled), -32768, 32767).astype(np.int16)
 
 
+class AudioTap:
+    """One reader's queue of generated sound (the player's track, or a room's audience):
+    each reader hears every sample once, whoever else is listening."""
+
+    def __init__(self) -> None:
+        self._chunks: deque[np.ndarray] = deque()
+        self._samples = 0
+
+    def _append(self, audio: np.ndarray) -> None:  # with LatestFrames' lock held
+        self._chunks.append(audio)
+        self._samples += audio.size
+        while self._samples > MAX_AUDIO_BUFFER_S * AUDIO_RATE and len(self._chunks) > 1:
+            self._samples -= self._chunks.popleft().size
+
+    def _take(self, count: int) -> np.ndarray:  # with LatestFrames' lock held
+        out = np.zeros(count, np.int16)
+        filled = 0
+        while filled < count and self._chunks:
+            chunk = self._chunks[0]
+            used = min(count - filled, chunk.size)
+            out[filled : filled + used] = chunk[:used]
+            filled += used
+            if used == chunk.size:
+                self._chunks.popleft()
+            else:
+                self._chunks[0] = chunk[used:]
+            self._samples -= used
+        return out
+
+
 class LatestFrames:
     """Thread-safe hand-off from the generating thread to the media tracks."""
 
@@ -61,39 +91,37 @@ class LatestFrames:
         self._lock = threading.Lock()
         self._video = np.zeros((height, width, 3), np.uint8)
         self._video_index = -1
-        self._audio: deque[np.ndarray] = deque()
-        self._audio_samples = 0
+        self._player_audio = AudioTap()
+        self._taps: list[AudioTap] = [self._player_audio]
 
     def put(self, frame: np.ndarray, audio_16k: np.ndarray, index: int) -> None:
         audio = upsample_16k_to_48k(audio_16k)
         with self._lock:
             self._video = frame
             self._video_index = index
-            self._audio.append(audio)
-            self._audio_samples += audio.size
-            while self._audio_samples > MAX_AUDIO_BUFFER_S * AUDIO_RATE and len(self._audio) > 1:
-                self._audio_samples -= self._audio.popleft().size
+            for tap in self._taps:
+                tap._append(audio)
 
     def latest_video(self) -> tuple[np.ndarray, int]:
         with self._lock:
             return self._video, self._video_index
 
-    def take_audio(self, count: int) -> np.ndarray:
+    def take_audio(self, count: int, tap: AudioTap | None = None) -> np.ndarray:
         """`count` samples, padded with silence when the generator has fallen behind."""
-        out = np.zeros(count, np.int16)
-        filled = 0
         with self._lock:
-            while filled < count and self._audio:
-                chunk = self._audio[0]
-                used = min(count - filled, chunk.size)
-                out[filled : filled + used] = chunk[:used]
-                filled += used
-                if used == chunk.size:
-                    self._audio.popleft()
-                else:
-                    self._audio[0] = chunk[used:]
-                self._audio_samples -= used
-        return out
+            return (tap or self._player_audio)._take(count)
+
+    def audio_tap(self) -> AudioTap:
+        """A second reader of the sound from now on (a live room's audience)."""
+        tap = AudioTap()
+        with self._lock:
+            self._taps.append(tap)
+        return tap
+
+    def drop_audio_tap(self, tap: AudioTap) -> None:
+        with self._lock:
+            if tap in self._taps and tap is not self._player_audio:
+                self._taps.remove(tap)
 
 
 class GeneratedVideoTrack(MediaStreamTrack):
@@ -110,6 +138,7 @@ class GeneratedVideoTrack(MediaStreamTrack):
         self._fps = fps
         self._last_index = -1
         self._last_sent = -1.0
+        self.repeated = False
 
     async def recv(self) -> VideoFrame:
         if self.readyState != "live":
@@ -123,6 +152,7 @@ class GeneratedVideoTrack(MediaStreamTrack):
                 break
             await asyncio.sleep(self.POLL_SECONDS)
         pixels, index = self._frames.latest_video()
+        self.repeated = index == self._last_index  # the generator fell behind: a repeat
         self._last_index = index
         self._last_sent = self._clock.elapsed()
         frame = VideoFrame.from_ndarray(pixels, format="rgb24")
@@ -134,10 +164,13 @@ class GeneratedVideoTrack(MediaStreamTrack):
 class GeneratedAudioTrack(MediaStreamTrack):
     kind = "audio"
 
-    def __init__(self, frames: LatestFrames, clock: MediaClock) -> None:
+    def __init__(
+        self, frames: LatestFrames, clock: MediaClock, tap: AudioTap | None = None
+    ) -> None:
         super().__init__()
         self._frames = frames
         self._clock = clock
+        self._tap = tap  # None: the player's own
         self._count = 0
 
     async def recv(self) -> AudioFrame:
@@ -148,7 +181,7 @@ class GeneratedAudioTrack(MediaStreamTrack):
             self._count += behind
         media_time = self._count * AUDIO_PTIME
         await self._clock.sleep_until(media_time)
-        samples = self._frames.take_audio(AUDIO_SAMPLES)
+        samples = self._frames.take_audio(AUDIO_SAMPLES, self._tap)
         frame = AudioFrame(format="s16", layout="mono", samples=AUDIO_SAMPLES)
         frame.planes[0].update(samples.tobytes())
         frame.sample_rate = AUDIO_RATE

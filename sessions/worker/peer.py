@@ -17,7 +17,7 @@ from aiortc import (
 from aiortc.mediastreams import MediaStreamError
 
 from sessions.protocol import ProtocolError, engine_event, parse_data_message
-from sessions.throttle import TokenBucket
+from sessions.throttle import TokenBucket, prompt_limit
 from sessions.worker.media import GeneratedAudioTrack, GeneratedVideoTrack, LatestFrames, MediaClock
 from sessions.worker.microphone import MicrophoneFeatures
 from sessions.worker.runner import SessionRunner
@@ -30,7 +30,7 @@ def rtc_configuration(ice_servers: list[dict[str, Any]]) -> RTCConfiguration:
     return RTCConfiguration(iceServers=[RTCIceServer(**server) for server in ice_servers])
 
 
-def _prefer_codec(pc: RTCPeerConnection, mime_type: str) -> None:
+def prefer_codec(pc: RTCPeerConnection, mime_type: str) -> None:
     codecs = RTCRtpSender.getCapabilities("video").codecs
     preferred = [c for c in codecs if c.mimeType.lower() == mime_type.lower()]
     if not preferred:
@@ -67,7 +67,7 @@ class PlayPeer:
         self._message_limit = TokenBucket(rate=200, burst=200)
         self._error_replies = TokenBucket(rate=2, burst=5)  # bad messages are counted, not echoed
         self._movement_limit = TokenBucket(rate=120, burst=60)
-        self._prompt_limit = TokenBucket(rate=0.5, burst=4)
+        self._prompt_limit = prompt_limit()
         self._tasks: set[asyncio.Task] = set()
         self._channels: list = []
         self._install_handlers()
@@ -163,7 +163,7 @@ class PlayPeer:
         await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
         self.pc.addTrack(GeneratedVideoTrack(self.frames, self.clock, self.fps))
         self.pc.addTrack(GeneratedAudioTrack(self.frames, self.clock))
-        _prefer_codec(self.pc, f"video/{self.video_codec}")
+        prefer_codec(self.pc, f"video/{self.video_codec}")
         await self.pc.setLocalDescription(await self.pc.createAnswer())
         return self.pc.localDescription.sdp
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from tools.netns import NetworkNamespace
+from tests.browser.conftest import CHROMIUM
+from tools.netns import CHROMIUM_FLAGS, NetworkNamespace
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -184,3 +185,37 @@ def database_env_for_namespace() -> dict[str, str]:
         user = db.get("USER") or "postgres"
         env["DATABASE_URL"] = f"postgres://{user}@%2Fvar%2Frun%2Fpostgresql/{db['NAME']}"
     return env
+
+
+@pytest.fixture
+def embedded_server(servers):
+    return servers.daphne(env={"REDIS_URL": "", "WORLDSITE_ENGINE_EMBEDDED": "1"})
+
+
+@pytest.fixture(params=["embedded", "scaled"])
+def any_server(request, servers, settings):
+    """The embedded default, and the scaled one: daphne plus an engine-worker process on Redis."""
+    if request.param == "embedded":
+        return request.getfixturevalue("embedded_server")
+    if not settings.REDIS_URL:
+        pytest.skip("set REDIS_URL to test engine workers as separate processes")
+    host = servers.daphne()
+    servers.engine_worker("api")
+    servers.wait_for_log("worker-api", "ready")
+    return host
+
+
+@pytest.fixture
+def chromium_in(netns, tmp_path):
+    """Headless Debian Chromium started inside the test's network namespace."""
+    if not os.path.exists(CHROMIUM):
+        pytest.fail("Debian chromium is missing") if os.environ.get("CI") else pytest.skip(
+            "Debian chromium is not installed (make test installs it)"
+        )
+    wrapper = netns.chromium_wrapper(tmp_path, CHROMIUM)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=wrapper, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()

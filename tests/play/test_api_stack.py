@@ -24,24 +24,6 @@ from tools.player import PlayClient
 pytestmark = [pytest.mark.play, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def embedded_server(servers):
-    return servers.daphne(env={"REDIS_URL": "", "WORLDSITE_ENGINE_EMBEDDED": "1"})
-
-
-@pytest.fixture(params=["embedded", "scaled"])
-def any_server(request, servers, settings):
-    """The embedded default, and the scaled one: daphne plus an engine-worker process on Redis."""
-    if request.param == "embedded":
-        return request.getfixturevalue("embedded_server")
-    if not settings.REDIS_URL:
-        pytest.skip("set REDIS_URL to test engine workers as separate processes")
-    host = servers.daphne()
-    servers.engine_worker("api")
-    servers.wait_for_log("worker-api", "ready")
-    return host
-
-
 def _new_key(env: dict[str, str], username: str) -> str:
     """`manage.py apikey_create`, as a script would run it, on the servers' database."""
     done = subprocess.run(

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from sessions.models import PlaySession
-from tests.browser.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, watch_csp
+from tests.browser.conftest import ARTIFACTS, watch_csp
 from tests.factories import UserFactory, WorldFactory
 from tests.play.conftest import database_env_for_namespace
 from tests.play.recordings import (
@@ -45,21 +45,6 @@ SAMPLE_PICTURE = """async (ms) => {
   }
   return { brightness: brightness / samples, motion: changes ? change / changes : 0 };
 }"""
-
-
-@pytest.fixture
-def chromium_in(netns, tmp_path):
-    if not os.path.exists(CHROMIUM):
-        pytest.fail("Debian chromium is missing") if os.environ.get("CI") else pytest.skip(
-            "Debian chromium is not installed (make test installs it)"
-        )
-    wrapper = netns.chromium_wrapper(tmp_path, CHROMIUM)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=wrapper, args=CHROMIUM_FLAGS)
-        yield browser
-        browser.close()
 
 
 def _play_in_browser(browser, base: str, user, world, *, walk: bool, shots: str | None) -> dict:

@@ -208,3 +208,51 @@ async def test_background_work_that_fails_is_logged_not_lost(worker_setup, caplo
     worker._in_background(broken(), "marking s1 live")
     await _until(lambda: not worker._finishing)
     assert "marking s1 live failed" in caplog.text and "database went away" in caplog.text
+
+
+async def test_spectator_offers_for_gone_or_garbled_sessions_are_refused(worker_setup):
+    """A live room's watch request: refused with a reason for a session the worker no longer
+    runs, or for an offer that is not SDP; either way the session itself goes on."""
+    layer, store, worker = worker_setup
+    page = await layer.new_channel()
+    await layer.group_add(session_group("s1"), page)
+    task = asyncio.ensure_future(worker.run())
+    try:
+        await layer.send(
+            START_CHANNEL,
+            {"type": "engine.start", "session_id": "s1", "allowed_seconds": 60, "spec": {}},
+        )
+        accepted = await _next(layer, page, "engine.accepted")
+        reply = await layer.new_channel()
+        for session_id, sdp, expected in (
+            ("ghost", "v=0\r\n", "no longer running"),
+            ("s1", "v=0\r\nnot a session description\r\n", "could not be used"),
+        ):
+            await layer.send(
+                accepted["worker_channel"],
+                {
+                    "type": "engine.watch",
+                    "session_id": session_id,
+                    "sdp": sdp,
+                    "reply_channel": reply,
+                    "viewer": "7",
+                    "codec": "VP8",
+                },
+            )
+            error = await asyncio.wait_for(layer.receive(reply), 5)
+            assert error["type"] == "engine.error" and expected in error["message"]
+        assert "s1" in worker.sessions and worker.sessions["s1"].audience.viewers == {}
+        # Unwatching or ejecting nobody is harmless.
+        for message in (
+            {"type": "engine.unwatch", "session_id": "s1", "reply_channel": reply},
+            {"type": "engine.eject", "session_id": "s1", "viewer": "7"},
+        ):
+            await layer.send(accepted["worker_channel"], message)
+        await layer.send(
+            accepted["worker_channel"],
+            {"type": "engine.stop", "session_id": "s1", "reason": "Player left."},
+        )
+        await _until(lambda: store.finished)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

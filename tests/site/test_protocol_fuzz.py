@@ -12,13 +12,15 @@ from sessions.protocol import (
     MAX_PROMPT_CHARS,
     ProtocolError,
     parse_data_message,
+    parse_room_message,
     parse_ws_message,
 )
 from sessions.worker.peer import PlayPeer
 from tools.fuzz import malformed_messages
 
-FIELDS = ["type", "sdp", "t", "keys", "yaw", "pitch", "seq", "text"]
+FIELDS = ["type", "sdp", "t", "keys", "yaw", "pitch", "seq", "text", "prompt", "mode", "user"]
 TYPES = ["offer", "end", "ping", "input", "prompt", "", "gift", "INPUT"]
+TYPES += ["support", "apply", "steering", "remove", "audience", "host"]
 
 scalars = (
     st.none()
@@ -81,6 +83,28 @@ def test_data_channel_parser_returns_a_bounded_input_or_a_protocol_error(raw):
         assert 0 <= message["seq"] < 2**53
     else:
         assert message["type"] == "prompt" and 0 < len(message["text"]) <= MAX_PROMPT_CHARS
+
+
+@FUZZ
+@given(raw_inputs)
+def test_room_parser_returns_a_bounded_message_or_a_protocol_error(raw):
+    """A live room's socket: every spectator's message is one of the room's, bounded, or an
+    error the page can show."""
+    try:
+        message = parse_room_message(raw)
+    except ProtocolError as error:
+        assert error.code and error.message
+        return
+    kind = message["type"]
+    assert kind in {"offer", "prompt", "support", "apply", "steering", "remove", "ping"}
+    if kind == "prompt":
+        assert 0 < len(message["text"]) <= MAX_PROMPT_CHARS
+    elif kind in ("support", "apply"):
+        assert isinstance(message["prompt"], int) and 0 < message["prompt"] < 2**53
+    elif kind == "steering":
+        assert message["mode"] in ("host", "audience")
+    elif kind == "remove":
+        assert isinstance(message["user"], str) and 0 < len(message["user"]) <= 150
 
 
 class _Runner:

@@ -124,4 +124,5 @@ def test_every_table_entry_is_applied_to_a_view_and_unknown_names_are_refused():
         "export_start",
         "api_input",  # applied by api.limits (tests/site/test_api.py)
         "api_whep",
+        "room_open",  # the play page's Live room panel and the API's room call (test_rooms.py)
     }

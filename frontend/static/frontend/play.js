@@ -105,6 +105,7 @@
   function onStats(message) {
     if (typeof message.seconds_left === "number") $("hud-left").textContent = formatSeconds(message.seconds_left);
     if (typeof message.input_latency_ms_p50 === "number") state.serverLatency = message.input_latency_ms_p50;
+    if (typeof message.frames === "number") state.engineFrames = message.frames; // the bench reads it
   }
 
   // --- WebRTC ----------------------------------------------------------------------------------
