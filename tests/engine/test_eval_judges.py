@@ -7,6 +7,7 @@ import torch
 
 from engine.eval.classifiers import (
     AUDIO_CONTEXT,
+    AUDIO_EVENTS,
     DETECTOR_HEADS,
     OBJECT_HEADS,
     STATE_HEADS,
@@ -20,7 +21,9 @@ from engine.eval.classifiers import (
     load_judges,
     save_judges,
     stream_starts,
+    train_judges,
 )
+from engine.eval.judge_data import JudgeData, judge_episode
 
 
 def test_stream_starts():
@@ -104,3 +107,19 @@ def test_read_state_takes_in_view_heads_from_the_detector(tmp_path):
     assert again.objects is not None
     for k, v in again.read_state(frames).items():
         assert v.tolist() == read[k].tolist()
+
+
+def test_train_judges_runs_end_to_end_on_a_tiny_data_set():
+    """The build's training path (five judges, the detector's weighted sampling, the audio
+    context per episode) on five 12-frame episodes, a few batches each."""
+    events = ("spawn_lantern", "spawn_statue", "fire", "rain", "spawn_crystal")
+    parts = [judge_episode(2_000_000 + i, e, 12) for i, e in enumerate(events)]
+    rgb, audio, labels, view = (np.concatenate([p[c] for p in parts]) for c in range(4))
+    episode = np.repeat(np.arange(len(parts), dtype=np.int32), 12)
+    data = JudgeData(rgb, audio, labels, view, episode, episode == 4)
+    judges = train_judges(data, steps=3, log=lambda _: None)
+    assert judges.objects is not None
+    expected = {f"state_{k}" for k in STATE_HEADS} | {"mood", "inverse_dynamics"}
+    assert expected | {f"audio_{a}" for a in AUDIO_EVENTS} == set(judges.accuracy)
+    heard = judges.read_audio(audio[:12])
+    assert heard.shape == (12, len(AUDIO_EVENTS))
