@@ -459,15 +459,14 @@ class Judges:
         """Predicted class index per state head, (N,) each."""
         parts = [self.state(to_input(frames[i : i + batch])) for i in range(0, len(frames), batch)]
         out = {k: torch.cat([p[k] for p in parts]).argmax(1).numpy() for k in STATE_HEADS}
-        if self.objects is not None:
+        for det in (self.objects, self.small):
+            if det is None:
+                continue
             seen = torch.cat(
-                [
-                    self.objects(to_input(frames[i : i + batch]))
-                    for i in range(0, len(frames), batch)
-                ]
+                [det(to_input(frames[i : i + batch])) for i in range(0, len(frames), batch)]
             )
-            for k in DETECTOR_HEADS:
-                out[k] = (seen[:, OBJECT_HEADS.index(k)] > 0).numpy().astype(np.int64)
+            for k in det.reads:
+                out[k] = (seen[:, det.heads.index(k)] > 0).numpy().astype(np.int64)
         return out
 
     @torch.inference_mode()

@@ -10,6 +10,8 @@ from engine.eval.classifiers import (
     AUDIO_EVENTS,
     DETECTOR_HEADS,
     OBJECT_HEADS,
+    SMALL_HEADS,
+    SMALL_READS,
     STATE_HEADS,
     AudioJudge,
     InverseDynamics,
@@ -102,9 +104,20 @@ def test_read_state_takes_in_view_heads_from_the_detector(tmp_path):
             assert read[k].tolist() == ([1, 1, 1] if k == "lantern_in_view" else [0, 0, 0])
         else:
             assert read[k].tolist() == alone[k].tolist()
+    small = ObjectJudge(SMALL_HEADS, SMALL_READS)
+    for p in small.parameters():
+        torch.nn.init.zeros_(p)
+    small.net[-1].bias.data[:] = torch.tensor(
+        [-1.0 if k in SMALL_READS else 1.0 for k in SMALL_HEADS]
+    )
+    judges.small = small.eval()  # reads only SMALL_READS (here: always "no")
+    read = judges.read_state(frames)
+    for k in SMALL_READS:
+        assert read[k].tolist() == [0, 0, 0]
+    assert read["statue_in_view"].tolist() == alone["statue_in_view"].tolist()  # not its read
     save_judges(tmp_path / "j.pt", judges)
     again = load_judges(tmp_path / "j.pt")
-    assert again.objects is not None
+    assert again.objects is not None and again.small is not None
     for k, v in again.read_state(frames).items():
         assert v.tolist() == read[k].tolist()
 
