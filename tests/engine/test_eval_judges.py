@@ -1,0 +1,138 @@
+"""The judges' own parts: the in-view detector and the audio judge's context window."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from engine.eval.classifiers import (
+    AUDIO_CONTEXT,
+    AUDIO_EVENTS,
+    DETECTOR_HEADS,
+    OBJECT_HEADS,
+    SMALL_HEADS,
+    SMALL_READS,
+    STATE_HEADS,
+    AudioJudge,
+    InverseDynamics,
+    Judges,
+    MoodJudge,
+    ObjectJudge,
+    StateJudge,
+    audio_context,
+    load_judges,
+    save_judges,
+    stream_starts,
+    train_judges,
+)
+from engine.eval.judge_data import JudgeData, judge_episode
+
+
+def test_stream_starts():
+    first = np.array([True, False, False, True, False])
+    assert stream_starts(5, first).tolist() == [0, 0, 0, 3, 3]
+    assert stream_starts(3).tolist() == [0, 0, 0]
+
+
+def test_audio_context_hears_back_within_its_stream_only():
+    """A loud stream then a quiet one: the quiet stream's first row hears only itself, and
+    the context is the mean (and the least) power over the last AUDIO_CONTEXT frames."""
+    rng = np.random.default_rng(0)
+    loud = torch.from_numpy(rng.normal(0, 0.5, (40, 800)).astype(np.float32))
+    quiet = torch.from_numpy(rng.normal(0, 0.01, (40, 800)).astype(np.float32))
+    audio = torch.cat([loud, quiet])
+    first = np.zeros(80, bool)
+    first[[0, 40]] = True
+    split = audio_context(audio, first)
+    assert split.shape == (80, 2 * 65)
+    alone = audio_context(quiet)
+    assert torch.allclose(split[40:], alone, atol=1e-4)  # nothing of the loud stream leaks
+    one = audio_context(audio)  # one stream: the quiet stream's start hears the loud frames
+    assert (one[40, :65] - split[40, :65]).mean() > 3  # log power, ~ln(2500) / 2 at least
+    # a steady stream's context settles: row AUDIO_CONTEXT - 1 and the last agree closely
+    assert (alone[AUDIO_CONTEXT - 1] - alone[-1]).abs().mean() < 0.2
+
+
+def test_audio_judge_reads_with_its_context():
+    """`read_audio` and training see the same features; a row's answer depends on the frames
+    before it in its stream, and a new stream (`first`) forgets them."""
+    torch.manual_seed(0)
+    judge = AudioJudge().eval()
+    audio = torch.rand(6, 800) * 2 - 1
+    assert torch.allclose(judge(audio), judge.net(AudioJudge.features(audio)))
+    first = np.array([True, False, False, True, False, False])
+    with torch.no_grad():
+        assert not torch.allclose(judge(audio)[3], judge(audio, first)[3])
+        assert torch.allclose(judge(audio, first)[3:], judge(audio[3:]), atol=1e-5)
+
+
+def test_object_judge_is_a_detector():
+    """The frame's logit is the best cell's: the same thing moved by a whole cell (8 pixels)
+    anywhere inside the picture gets the same answer."""
+    torch.manual_seed(0)
+    judge = ObjectJudge().eval()
+    x = torch.zeros(2, 3, 128, 128)
+    x[0, :, 40:56, 40:48] = 1.0
+    x[1, :, 72:88, 88:96] = 1.0
+    with torch.no_grad():
+        out = judge(x)
+        assert out.shape == (2, len(OBJECT_HEADS))
+        assert torch.allclose(out, judge.cells(x).amax((2, 3)))
+        assert torch.allclose(out[0], out[1], atol=1e-5)
+
+
+def test_read_state_takes_in_view_heads_from_the_detector(tmp_path):
+    """DETECTOR_HEADS come from the detector, every other head from the state judge; the
+    detector survives saving and loading."""
+    torch.manual_seed(0)
+    state = StateJudge().eval()
+    judges = Judges(state, MoodJudge(), InverseDynamics(), AudioJudge(), ObjectJudge())
+    judges.audio(torch.zeros(1, 800))
+    for p in judges.objects.parameters():  # type: ignore[union-attr]
+        torch.nn.init.zeros_(p)
+    last = judges.objects.net[-1]  # type: ignore[union-attr]
+    last.bias.data[:] = torch.tensor(
+        [1.0 if k == "lantern_in_view" else -1.0 for k in OBJECT_HEADS]
+    )
+    frames = np.random.default_rng(0).integers(0, 256, (3, 128, 128, 3)).astype(np.uint8)
+    read = judges.read_state(frames)
+    alone = Judges(state, judges.mood, judges.idm, judges.audio).read_state(frames)
+    assert set(read) == set(STATE_HEADS)
+    assert "lantern_in_view" in DETECTOR_HEADS and set(DETECTOR_HEADS) <= set(OBJECT_HEADS)
+    for k in STATE_HEADS:
+        if k in DETECTOR_HEADS:
+            assert read[k].tolist() == ([1, 1, 1] if k == "lantern_in_view" else [0, 0, 0])
+        else:
+            assert read[k].tolist() == alone[k].tolist()
+    small = ObjectJudge(SMALL_HEADS, SMALL_READS)
+    for p in small.parameters():
+        torch.nn.init.zeros_(p)
+    small.net[-1].bias.data[:] = torch.tensor(
+        [-1.0 if k in SMALL_READS else 1.0 for k in SMALL_HEADS]
+    )
+    judges.small = small.eval()  # reads only SMALL_READS (here: always "no")
+    read = judges.read_state(frames)
+    for k in SMALL_READS:
+        assert read[k].tolist() == [0, 0, 0]
+    assert read["statue_in_view"].tolist() == alone["statue_in_view"].tolist()  # not its read
+    save_judges(tmp_path / "j.pt", judges)
+    again = load_judges(tmp_path / "j.pt")
+    assert again.objects is not None and again.small is not None
+    for k, v in again.read_state(frames).items():
+        assert v.tolist() == read[k].tolist()
+
+
+def test_train_judges_runs_end_to_end_on_a_tiny_data_set():
+    """The build's training path (five judges, the detector's weighted sampling, the audio
+    context per episode) on five 12-frame episodes, a few batches each."""
+    events = ("spawn_lantern", "spawn_statue", "fire", "rain", "spawn_crystal")
+    parts = [judge_episode(2_000_000 + i, e, 12) for i, e in enumerate(events)]
+    rgb, audio, labels, view = (np.concatenate([p[c] for p in parts]) for c in range(4))
+    episode = np.repeat(np.arange(len(parts), dtype=np.int32), 12)
+    data = JudgeData(rgb, audio, labels, view, episode, episode == 4)
+    judges = train_judges(data, steps=3, log=lambda _: None)
+    assert judges.objects is not None
+    expected = {f"state_{k}" for k in STATE_HEADS} | {"mood", "inverse_dynamics"}
+    assert expected | {f"audio_{a}" for a in AUDIO_EVENTS} == set(judges.accuracy)
+    heard = judges.read_audio(audio[:12])
+    assert heard.shape == (12, len(AUDIO_EVENTS))
