@@ -23,8 +23,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -150,6 +152,35 @@ def _server_env(var_dir: Path, sessions: int) -> dict[str, str]:
     }
 
 
+@contextmanager
+def _bench_server(workdir: Path, sessions: int) -> Iterator[tuple[subprocess.Popen, Any, int]]:
+    """daphne inside a fresh network namespace, serving the bench's database: (process,
+    namespace, port); stopped and the namespace removed on the way out, however the bench ends."""
+    from tools.netns import NetworkNamespace
+
+    namespace = NetworkNamespace(f"worldsite-bench-{os.getpid()}")
+    port = 8765
+    with (workdir / "daphne.log").open("w") as log:
+        server = subprocess.Popen(
+            namespace.wrap(daphne_argv(port)),
+            cwd=REPO,
+            env={**os.environ, **_server_env(workdir, sessions)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            namespace.wait_for_port(port)
+            yield server, namespace, port
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+            namespace.remove()
+
+
 def _percentile(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 1) if values else None
 
@@ -259,75 +290,56 @@ def run_room(
         raise SystemExit("tools.bench needs root and iproute2 (it uses a network namespace)")
     workdir = Path(tempfile.mkdtemp(prefix="worldsite-bench-"))
     keys = _prepare_database(workdir, 1, spectators)
-    namespace = NetworkNamespace(f"worldsite-bench-{os.getpid()}")
-    port = 8765
-    log = (workdir / "daphne.log").open("w")
-    server = subprocess.Popen(
-        namespace.wrap(daphne_argv(port)),
-        cwd=REPO,
-        env={**os.environ, **_server_env(workdir, 1)},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        namespace.wait_for_port(port)
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=namespace.chromium_wrapper(workdir), args=CHROMIUM_FLAGS
-            )
-            host = _start_player(browser, base, 0)
-            host.wait_for_function(
-                "() => window.worldsite && window.worldsite.live", timeout=180_000
-            )
-            host.evaluate(BENCH_PAGE_PROBE)
-            host.select_option("#room-visibility", "listed")
-            host.click("#room-submit")
-            host.wait_for_function("() => !document.getElementById('room-live').hidden")
-            link = host.locator("#room-link").inner_text()
-            host.locator("#stream").focus()
-            time.sleep(2.0)
-            alone = _measure(server.pid, [host], seconds)
-            viewers: list = []
-            whep = None
-            if client == "whep":
-                code = link.rstrip("/").rsplit("/", 1)[1]
-                whep = WhepSpectators(namespace, port, f"/api/v1/rooms/{code}/whep/", keys)
-                viewer_frames = whep.frames
-            else:
-                for index in range(spectators):
-                    # Small windows: spectators' browsers would run on their own machines;
-                    # here they share the server's two cores, so each draws what it must.
-                    page = _logged_in(browser, base, f"viewer{index}", viewport=SPECTATOR_VIEWPORT)
-                    page.goto(link)
-                    viewers.append(page)
-                for page in viewers:
-                    page.wait_for_function(
-                        "() => window.liveRoom && window.liveRoom.framesDecoded > 20",
-                        timeout=120_000,
-                    )
-                    page.evaluate(VIEWER_PAGE_PROBE)
+    with (
+        _bench_server(workdir, 1) as (server, namespace, port),
+        sync_playwright() as playwright,
+    ):
+        base = f"http://127.0.0.1:{port}"
+        browser = playwright.chromium.launch(
+            executable_path=namespace.chromium_wrapper(workdir), args=CHROMIUM_FLAGS
+        )
+        host = _start_player(browser, base, 0)
+        host.wait_for_function("() => window.worldsite && window.worldsite.live", timeout=180_000)
+        host.evaluate(BENCH_PAGE_PROBE)
+        host.select_option("#room-visibility", "listed")
+        host.click("#room-submit")
+        host.wait_for_function("() => !document.getElementById('room-live').hidden")
+        link = host.locator("#room-link").inner_text()
+        host.locator("#stream").focus()
+        time.sleep(2.0)
+        alone = _measure(server.pid, [host], seconds)
+        viewers: list = []
+        whep = None
+        if client == "whep":
+            code = link.rstrip("/").rsplit("/", 1)[1]
+            whep = WhepSpectators(namespace, port, f"/api/v1/rooms/{code}/whep/", keys)
+            viewer_frames = whep.frames
+        else:
+            for index in range(spectators):
+                # Small windows: spectators' browsers would run on their own machines;
+                # here they share the server's two cores, so each draws what it must.
+                page = _logged_in(browser, base, f"viewer{index}", viewport=SPECTATOR_VIEWPORT)
+                page.goto(link)
+                viewers.append(page)
+            for page in viewers:
+                page.wait_for_function(
+                    "() => window.liveRoom && window.liveRoom.framesDecoded > 20",
+                    timeout=120_000,
+                )
+                page.evaluate(VIEWER_PAGE_PROBE)
 
-                def viewer_frames() -> list[int]:
-                    return [page.evaluate("window.viewerBench.frames") for page in viewers]
+            def viewer_frames() -> list[int]:
+                return [page.evaluate("window.viewerBench.frames") for page in viewers]
 
-            host.wait_for_function(f"() => window.liveRoom.viewerCount === {spectators}")
-            host.locator("#stream").focus()
-            time.sleep(2.0)
-            watched = _measure(server.pid, [host], seconds, viewer_frames)
-            if screenshot:
-                (viewers[0] if viewers else host).screenshot(path=screenshot)
-            if whep is not None:
-                whep.close()
-            browser.close()
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        namespace.remove()
+        host.wait_for_function(f"() => window.liveRoom.viewerCount === {spectators}")
+        host.locator("#stream").focus()
+        time.sleep(2.0)
+        watched = _measure(server.pid, [host], seconds, viewer_frames)
+        if screenshot:
+            (viewers[0] if viewers else host).screenshot(path=screenshot)
+        if whep is not None:
+            whep.close()
+        browser.close()
     alone_cpu, watched_cpu = alone["cpu_server_cores"], watched["cpu_server_cores"]
     alone_per_frame, watched_per_frame = (
         alone["cpu_server_ms_per_frame"],
@@ -378,54 +390,37 @@ def run(sessions: int, seconds: float, screenshot: str | None = None) -> dict:
         raise SystemExit("tools.bench needs root and iproute2 (it uses a network namespace)")
     workdir = Path(tempfile.mkdtemp(prefix="worldsite-bench-"))
     _prepare_database(workdir, sessions)
-    namespace = NetworkNamespace(f"worldsite-bench-{os.getpid()}")
-    port = 8765
-    log = (workdir / "daphne.log").open("w")
-    server = subprocess.Popen(
-        namespace.wrap(daphne_argv(port)),
-        cwd=REPO,
-        env={**os.environ, **_server_env(workdir, sessions)},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        namespace.wait_for_port(port)
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=namespace.chromium_wrapper(workdir), args=CHROMIUM_FLAGS
+    with (
+        _bench_server(workdir, sessions) as (server, namespace, port),
+        sync_playwright() as playwright,
+    ):
+        base = f"http://127.0.0.1:{port}"
+        browser = playwright.chromium.launch(
+            executable_path=namespace.chromium_wrapper(workdir), args=CHROMIUM_FLAGS
+        )
+        pages = [_start_player(browser, base, index) for index in range(sessions)]
+        for page in pages:
+            page.wait_for_function(
+                "() => window.worldsite && window.worldsite.live", timeout=180_000
             )
-            pages = [_start_player(browser, base, index) for index in range(sessions)]
+            page.evaluate(BENCH_PAGE_PROBE)
+            page.locator("#stream").focus()
+        time.sleep(2.0)  # let the jitter buffers settle
+        before = [page.evaluate("window.bench.frames") for page in pages]
+        cpu_before, server_before = _cpu_totals(), _process_cpu_seconds(server.pid)
+        started = time.monotonic()
+        held = False
+        while time.monotonic() - started < seconds:
             for page in pages:
-                page.wait_for_function(
-                    "() => window.worldsite && window.worldsite.live", timeout=180_000
-                )
-                page.evaluate(BENCH_PAGE_PROBE)
-                page.locator("#stream").focus()
-            time.sleep(2.0)  # let the jitter buffers settle
-            before = [page.evaluate("window.bench.frames") for page in pages]
-            cpu_before, server_before = _cpu_totals(), _process_cpu_seconds(server.pid)
-            started = time.monotonic()
-            held = False
-            while time.monotonic() - started < seconds:
-                for page in pages:
-                    (page.keyboard.up if held else page.keyboard.down)("w")
-                held = not held
-                time.sleep(0.5)
-            elapsed = time.monotonic() - started
-            cpu_after, server_after = _cpu_totals(), _process_cpu_seconds(server.pid)
-            results = [page.evaluate("window.bench") for page in pages]
-            if screenshot:
-                pages[0].screenshot(path=screenshot)
-            browser.close()
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        namespace.remove()
+                (page.keyboard.up if held else page.keyboard.down)("w")
+            held = not held
+            time.sleep(0.5)
+        elapsed = time.monotonic() - started
+        cpu_after, server_after = _cpu_totals(), _process_cpu_seconds(server.pid)
+        results = [page.evaluate("window.bench") for page in pages]
+        if screenshot:
+            pages[0].screenshot(path=screenshot)
+        browser.close()
 
     latencies = [ms for result in results for ms in result["latencies"]]
     fps = [round((r["frames"] - b) / elapsed, 1) for r, b in zip(results, before, strict=True)]
