@@ -223,6 +223,8 @@ class EngineHeartbeat(TypedDict):
     frames: int
     late_frames: int
     frame_ms_p50: float | None
+    frame_late_ms_max: float  # the latest frame since the last heartbeat: ms after its turn
+    # began until it was ready (its generation included; a frame's turn is 50 ms at 20 fps)
     input_latency_ms_p50: float | None
     seconds_left: int
     last_seq: int

@@ -2,6 +2,7 @@
 
     python -m tools.bench [--sessions 1] [--seconds 20] [--json]
     python -m tools.bench --spectators 8 [--seconds 20] [--json]
+    python -m tools.bench --prompt-every 2 [--seconds 20] [--json]
 
 With --spectators N, one player opens a listed live room and N spectators' pages watch it on
 the same engine worker: the bench first measures the player alone for --seconds, then with the
@@ -36,7 +37,7 @@ PASSWORD = "bench-Pass-phrase-1"
 
 # Reads the 16-block stamp from each decoded frame and matches it against key presses.
 BENCH_PAGE_PROBE = """() => {
-  const bench = { presses: [], latencies: [], frames: 0, lastSeq: 0 };
+  const bench = { presses: [], latencies: [], frames: 0, lastSeq: 0, gaps: [], lastAt: null };
   window.bench = bench;
   const video = document.getElementById("stream");
   const canvas = document.createElement("canvas");
@@ -60,6 +61,8 @@ BENCH_PAGE_PROBE = """() => {
         if ((data[x] + data[x + 1] + data[x + 2]) / 3 > 128) seq |= 1 << bit;
       }
       bench.frames += 1;
+      if (bench.lastAt !== null) bench.gaps.push(now - bench.lastAt);
+      bench.lastAt = now;
       bench.lastSeq = seq;
       while (bench.presses.length && bench.presses[0].seq <= seq) {
         bench.latencies.push(now - bench.presses.shift().t);
@@ -185,24 +188,49 @@ def _percentile(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 1) if values else None
 
 
+# Sentences the player types during a --prompt-every run (each one the world acts on).
+BENCH_SENTENCES = (
+    "make it rain",
+    "make it night",
+    "cast fire magic",
+    "summon a dragon",
+    "let the sun come out",
+    "plant a tree",
+)
+TYPE_SENTENCE = """(text) => {
+  document.getElementById("prompt").value = text;
+  document.getElementById("prompt-form").requestSubmit();
+}"""
+
+
 def _measure(
     server_pid: int,
     players: list,
     seconds: float,
     viewer_frames: Callable[[], list[int]] = list,
+    prompt_every: float | None = None,
 ) -> dict:
-    """Press and release W on every player's page for `seconds`; what the pages and the
-    server did meanwhile."""
+    """Press and release W on every player's page for `seconds` (and, with `prompt_every`,
+    type a sentence into the prompt box that often, the field never taking the keyboard's
+    focus); what the pages and the server did meanwhile."""
     for page in players:
-        page.evaluate("() => { window.bench.latencies = []; window.bench.presses = []; }")
+        page.evaluate(
+            "() => { const b = window.bench; b.latencies = []; b.presses = []; b.gaps = []; }"
+        )
     before = [page.evaluate("window.bench.frames") for page in players]
     engine_before = sum(page.evaluate("window.worldsite.engineFrames || 0") for page in players)
+    reports_before = [page.evaluate("window.worldsite.frameLateMs.length") for page in players]
     viewers_before = viewer_frames()
     cpu_before, server_before = _cpu_totals(), _process_cpu_seconds(server_pid)
     browsers_before = _browser_cpu_seconds()
     started = time.monotonic()
     held = False
+    sentences = 0
     while time.monotonic() - started < seconds:
+        if prompt_every and time.monotonic() - started >= sentences * prompt_every:
+            for page in players:
+                page.evaluate(TYPE_SENTENCE, BENCH_SENTENCES[sentences % len(BENCH_SENTENCES)])
+            sentences += 1
         for page in players:
             (page.keyboard.up if held else page.keyboard.down)("w")
         held = not held
@@ -213,7 +241,14 @@ def _measure(
     results = [page.evaluate("window.bench") for page in players]
     engine_after = sum(page.evaluate("window.worldsite.engineFrames || 0") for page in players)
     viewers_after = viewer_frames()
+    time.sleep(1.2)  # the heartbeat that covers the last second
+    late = [
+        ms
+        for page, seen in zip(players, reports_before, strict=True)
+        for ms in page.evaluate("window.worldsite.frameLateMs")[seen:]
+    ]
     latencies = [ms for result in results for ms in result["latencies"]]
+    gaps = [ms for result in results for ms in result["gaps"]]
     total, idle = cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1]
     fps = [round((r["frames"] - b) / elapsed, 1) for r, b in zip(results, before, strict=True)]
     viewer_fps = [
@@ -226,6 +261,14 @@ def _measure(
         "input_to_frame_ms_p50": _percentile(latencies, 50),
         "input_to_frame_ms_p95": _percentile(latencies, 95),
         "input_samples": len(latencies),
+        # Time between consecutive frames the page presented: at 20 fps 50 ms; a frame that
+        # arrives 100 ms late shows as a gap of 150 ms.
+        "frame_gap_ms_p95": _percentile(gaps, 95),
+        "frame_gap_ms_max": round(max(gaps), 1) if gaps else None,
+        # The engine's own account (its heartbeat): the most any frame took from the start of
+        # its turn until it was ready (generation included; a turn is 50 ms at 20 fps).
+        "frame_late_ms_max": round(max(late), 1) if late else None,
+        "sentences_typed": sentences * len(players),
         "cpu_machine_percent": round(100.0 * (total - idle) / total, 1) if total else None,
         "cpu_server_cores": round((server_after - server_before) / elapsed, 2),
         "cpu_browsers_cores": round((browsers_after - browsers_before) / elapsed, 2),
@@ -381,7 +424,12 @@ def run_room(
     }
 
 
-def run(sessions: int, seconds: float, screenshot: str | None = None) -> dict:
+def run(
+    sessions: int,
+    seconds: float,
+    screenshot: str | None = None,
+    prompt_every: float | None = None,
+) -> dict:
     from playwright.sync_api import sync_playwright
 
     from tools.netns import CHROMIUM_FLAGS, NetworkNamespace
@@ -406,35 +454,30 @@ def run(sessions: int, seconds: float, screenshot: str | None = None) -> dict:
             page.evaluate(BENCH_PAGE_PROBE)
             page.locator("#stream").focus()
         time.sleep(2.0)  # let the jitter buffers settle
-        before = [page.evaluate("window.bench.frames") for page in pages]
-        cpu_before, server_before = _cpu_totals(), _process_cpu_seconds(server.pid)
-        started = time.monotonic()
-        held = False
-        while time.monotonic() - started < seconds:
-            for page in pages:
-                (page.keyboard.up if held else page.keyboard.down)("w")
-            held = not held
-            time.sleep(0.5)
-        elapsed = time.monotonic() - started
-        cpu_after, server_after = _cpu_totals(), _process_cpu_seconds(server.pid)
-        results = [page.evaluate("window.bench") for page in pages]
+        measured = _measure(server.pid, pages, seconds, prompt_every=prompt_every)
         if screenshot:
             pages[0].screenshot(path=screenshot)
         browser.close()
-
-    latencies = [ms for result in results for ms in result["latencies"]]
-    fps = [round((r["frames"] - b) / elapsed, 1) for r, b in zip(results, before, strict=True)]
-    total, idle = cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1]
+    keep = (
+        "seconds",
+        "decoded_fps",
+        "input_to_frame_ms_p50",
+        "input_to_frame_ms_p95",
+        "input_samples",
+        "frame_gap_ms_p95",
+        "frame_gap_ms_max",
+        "frame_late_ms_max",
+        "sentences_typed",
+        "engine_fps",
+        "cpu_machine_percent",
+        "cpu_server_cores",
+    )
     return {
         "sessions": sessions,
-        "seconds": round(elapsed, 1),
-        "decoded_fps": fps,
-        "decoded_fps_min": min(fps),
-        "input_to_frame_ms_p50": _percentile(latencies, 50),
-        "input_to_frame_ms_p95": _percentile(latencies, 95),
-        "input_samples": len(latencies),
-        "cpu_machine_percent": round(100.0 * (total - idle) / total, 1) if total else None,
-        "cpu_server_cores": round((server_after - server_before) / elapsed, 2),
+        **{key: measured[key] for key in keep},
+        "decoded_fps_min": min(measured["decoded_fps"]),
+        "prompt_every_s": prompt_every,
+        "load_average_1m": round(os.getloadavg()[0], 2),
         "cores": os.cpu_count(),
     }
 
@@ -479,13 +522,22 @@ def main() -> None:
         help="spectators as Chromium pages on the room's link, or aiortc clients on its WHEP URL",
     )
     parser.add_argument("--screenshot", help="save the first player's page as this PNG")
+    parser.add_argument(
+        "--prompt-every",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="each player also types a sentence this often (players only, not --spectators)",
+    )
     args = parser.parse_args()
+    if args.spectators is not None and args.prompt_every is not None:
+        parser.error("--prompt-every measures players alone; leave out --spectators")
     if args.spectators is not None:
         result = run_room(
             args.spectators, args.seconds, args.screenshot, client=args.spectator_client
         )
     else:
-        result = run(args.sessions, args.seconds, args.screenshot)
+        result = run(args.sessions, args.seconds, args.screenshot, args.prompt_every)
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
 
 

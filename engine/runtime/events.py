@@ -12,7 +12,7 @@ Events mirror the episode-script inputs of DESIGN.md, minus the frame time `t`:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -68,6 +68,18 @@ class Prompt:
             raise EventError("prompt.text must be a non-empty string")
         if len(self.text) > MAX_PROMPT_CHARS:
             raise EventError(f"prompt.text is longer than {MAX_PROMPT_CHARS} characters")
+
+
+@dataclass(frozen=True)
+class EncodedPrompt(Prompt):
+    """A prompt with its sentence embedding (`Session.prepare` makes these)."""
+
+    embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.embedding, np.ndarray) or self.embedding.ndim != 1:
+            raise EventError("an encoded prompt needs its 1-D sentence embedding")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@
     chunk = session.next_chunk()               # Chunk(video, audio, pts, ...)
 
 Threading: `push` is thread-safe (the event loop may call it while another thread runs
-`next_chunk`); one thread at a time may call `next_chunk`. Frame i is presented at i / 20 s and
+`next_chunk`); one thread at a time may call `next_chunk`. `prepare` does an event's slow part
+(a sentence's encoding, ~30 ms) on any thread, so a real-time caller can keep it off the thread
+that generates frames and push the prepared event there. Frame i is presented at i / 20 s and
 its audio covers [i / 20, (i + 1) / 20) s at 16 kHz.
 """
 
@@ -36,7 +38,7 @@ from engine.model.world_loader import Generator, load_world_model
 from engine.spec import FPS, SAMPLE_RATE, SAMPLES_PER_FRAME, THEME_NAMES
 
 from .conv_rollout import ConvRollout
-from .events import Action, AudioIn, Event, EventError, Image, Prompt, parse_event
+from .events import Action, AudioIn, EncodedPrompt, Event, EventError, Image, Prompt, parse_event
 from .openings import OPENINGS_FILE, Openings
 from .rollout import LatentRollout
 
@@ -170,14 +172,22 @@ class Session:
         self.closed = False
 
     # -- input ----------------------------------------------------------------------------------
+    def prepare(self, event: Event | dict) -> Event:
+        """The event validated, a sentence already encoded: `push` of the result is quick.
+        Touches no session state (any thread); raises EventError on bad input."""
+        event = parse_event(event)
+        if isinstance(event, Prompt) and not isinstance(event, EncodedPrompt):
+            return EncodedPrompt(event.text, self.world.text.encode([event.text])[0])
+        return event
+
     def push(self, event: Event | dict) -> int:
         """Queue an input for the next frame; returns an id reported in `Chunk.answered`."""
         if self.closed:
             raise EventError("session is closed")
-        event = parse_event(event)
+        event = self.prepare(event)  # a sentence: ~30 ms, outside the lock
         embedding = picture = None
-        if isinstance(event, Prompt):
-            embedding = self.world.text.encode([event.text])[0]  # ~30 ms; outside the lock
+        if isinstance(event, EncodedPrompt):
+            embedding = event.embedding
         elif isinstance(event, Image):
             picture = event.picture()
         with self._lock:

@@ -215,6 +215,7 @@ class EngineWorker:
                         frames=stats.frames,
                         late_frames=stats.late_frames,
                         frame_ms_p50=_median(stats.frame_ms),
+                        frame_late_ms_max=stats.take_worst_late_ms(),
                         input_latency_ms_p50=_median(latencies),
                         seconds_left=_seconds_left(live, now),
                         last_seq=live.runner.last_applied_seq,

@@ -1,8 +1,11 @@
 """Runs one engine session on its own thread, in real time, off the event loop.
 
 Inputs arrive from the event loop (data channel, microphone, uploads) through a queue; the
-thread applies them before generating the next chunk, paces frames at the engine's frame rate,
-hands each frame to the media tracks and the recorder, and measures input-to-frame latency.
+thread applies them before generating the next frame, paces frames at the engine's frame rate,
+hands each frame to the media tracks and the recorder, and measures input-to-frame latency and
+how late each frame came. A sentence is encoded on a helper thread before it joins the queue
+(~30 ms that would otherwise hold up a frame), and frames are generated one at a time, even
+where the engine would make a longer chunk after a sentence: at 20 fps a frame has 50 ms.
 """
 
 import logging
@@ -25,9 +28,11 @@ class EngineChunk(Protocol):
 
 
 class EngineSession(Protocol):
-    def push(self, event: dict[str, Any]) -> None: ...
+    def prepare(self, event: dict[str, Any]) -> Any: ...  # validated, its slow part done
 
-    def next_chunk(self) -> EngineChunk: ...
+    def push(self, event: Any) -> None: ...
+
+    def next_chunk(self, max_frames: int | None = None) -> EngineChunk: ...
 
 
 class FrameSink(Protocol):
@@ -41,6 +46,12 @@ class RunnerStats:
     input_latency_ms: deque = field(default_factory=lambda: deque(maxlen=512))
     frame_ms: deque = field(default_factory=lambda: deque(maxlen=512))
     last_input_at: float = field(default_factory=time.monotonic)
+    worst_late_ms: float = 0.0  # the latest frame since `take_worst_late_ms` last asked
+
+    def take_worst_late_ms(self) -> float:
+        """How late (ms after its turn began) the latest frame since the last call came."""
+        worst, self.worst_late_ms = self.worst_late_ms, 0.0
+        return round(worst, 1)
 
 
 class SessionRunner:
@@ -71,21 +82,50 @@ class SessionRunner:
         self._started = False
         self._thread = threading.Thread(target=self._run, name="engine-session", daemon=True)
         self._pending_frames: deque[tuple[np.ndarray, np.ndarray]] = deque()
+        self._sentences: queue.Queue = queue.Queue(maxsize=16)
+        self._encoder = threading.Thread(
+            target=self._prepare_sentences, name="engine-sentences", daemon=True
+        )
 
     def start(self) -> None:
         self._started = True
         self._thread.start()
+        self._encoder.start()
 
     def push(self, event: dict[str, Any], seq: int = 0) -> bool:
         """Queue an engine event (engine.runtime's dict form) for the next frame; `seq` is the
         page's input counter, reported back so the page can time input-to-frame latency.
         False if the queue is full (the input is dropped)."""
+        item = (time.monotonic(), seq, event)
         try:
-            self._inputs.put_nowait((time.monotonic(), seq, event))
+            if event.get("kind") == "prompt":
+                self._sentences.put_nowait(item)
+            else:
+                self._inputs.put_nowait((*item, event))
         except queue.Full:
             return False
         self.stats.last_input_at = time.monotonic()
         return True
+
+    def _prepare_sentences(self) -> None:
+        """Encode each sentence here, then queue it for the frame thread (quick to push)."""
+        while not self._stop.is_set():
+            try:
+                arrived, seq, event = self._sentences.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            try:
+                prepared = self.engine.prepare(event)
+            except (ValueError, TypeError) as exc:  # the engine refused this event
+                logger.info("engine refused an input: %s", exc)
+                continue
+            except Exception:  # the frame thread would have crashed on it: log, go on
+                logger.exception("could not prepare a sentence; dropped")
+                continue
+            try:
+                self._inputs.put((arrived, seq, event, prepared), timeout=1.0)
+            except queue.Full:
+                logger.info("input queue full; a sentence was dropped")
 
     def stop(self, reason: str) -> None:
         """Ask the thread to stop; a runner that never started is finished right here."""
@@ -112,11 +152,11 @@ class SessionRunner:
         arrivals: list[float] = []
         while True:
             try:
-                arrived, seq, event = self._inputs.get_nowait()
+                arrived, seq, event, prepared = self._inputs.get_nowait()
             except queue.Empty:
                 return arrivals
             try:
-                self.engine.push(event)
+                self.engine.push(prepared)
             except (ValueError, TypeError) as exc:  # the engine refused this event
                 logger.info("engine refused an input: %s", exc)
                 continue
@@ -127,7 +167,7 @@ class SessionRunner:
 
     def _next_frame(self) -> tuple[np.ndarray, np.ndarray]:
         if not self._pending_frames:
-            chunk = self.engine.next_chunk()
+            chunk = self.engine.next_chunk(max_frames=1)
             audio = np.asarray(chunk.audio, np.int16).reshape(len(chunk.video), -1)
             self._pending_frames.extend(zip(chunk.video, audio, strict=True))
         return self._pending_frames.popleft()
@@ -144,6 +184,8 @@ class SessionRunner:
                 if self.stamp_inputs:
                     frame = stamp_sequence(frame, self.last_applied_seq)
                 produced = time.monotonic()
+                late_ms = (produced - next_tick) * 1000
+                self.stats.worst_late_ms = max(self.stats.worst_late_ms, late_ms)
                 self.sink.put(frame, audio, self.stats.frames)
                 if self.recorder is not None:
                     self.recorder.write_frame(frame, audio)

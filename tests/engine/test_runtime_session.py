@@ -200,3 +200,34 @@ def test_projection_reencodes_generated_frames_and_shows_the_decoded_picture():
     finally:
         world.model.config.project_context = False
     assert world.new_rollout(0).project is None
+
+
+class CountingText(FakeText):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode(self, texts):
+        self.calls += 1
+        return super().encode(texts)
+
+
+def test_prepare_encodes_a_sentence_once_and_the_prepared_push_is_the_same_input():
+    base = tiny_world()
+    text = CountingText()
+    world = World(base.video_ae, base.audio_ae, base.model, text_encoder=text)
+    prepared_session, plain_session = (
+        world.start({"seed": 4, "theme": "misty_coast"}) for _ in "ab"
+    )
+    prepared = prepared_session.prepare({"kind": "prompt", "text": "make it rain"})
+    assert isinstance(prepared, Prompt) and prepared.text == "make it rain" and text.calls == 1
+    prepared_session.push(prepared)
+    assert text.calls == 1  # pushing the prepared sentence encodes nothing more
+    plain_session.push(Prompt("make it rain"))
+    assert text.calls == 2
+    for session in (prepared_session, plain_session):
+        session.next_chunk()
+    assert torch.equal(prepared_session.rollout.texts[0], plain_session.rollout.texts[0])
+    action = Action(keys=("W",))
+    assert prepared_session.prepare(action) is action  # nothing slow to do
+    with pytest.raises(EventError, match="prompt.text"):
+        prepared_session.prepare({"kind": "prompt", "text": "  "})

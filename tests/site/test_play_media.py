@@ -62,17 +62,30 @@ class Chunk:
 class CountingEngine:
     """Stands in for engine.runtime in this unit test only: frame value = frames generated."""
 
-    def __init__(self, fail_after: int | None = None) -> None:
+    def __init__(self, fail_after: int | None = None, sentence_s: float = 0.0) -> None:
         self.pushed: list[dict] = []
         self.generated = 0
         self.fail_after = fail_after
+        self.sentence_s = sentence_s  # how long preparing a sentence takes
+        self.asked: set[int | None] = set()
+        self.frame_threads: set[str] = set()
+        self.prepare_threads: set[str] = set()
+
+    def prepare(self, event: dict) -> dict:
+        self.prepare_threads.add(threading.current_thread().name)
+        if event.get("text") == "unreadable":
+            raise ValueError("cannot encode")
+        time.sleep(self.sentence_s)
+        return {**event, "encoded": True}
 
     def push(self, event: dict) -> None:
         if event.get("kind") == "bogus":
             raise ValueError("unknown event")
         self.pushed.append(event)
 
-    def next_chunk(self) -> Chunk:
+    def next_chunk(self, max_frames: int | None = None) -> Chunk:
+        self.asked.add(max_frames)
+        self.frame_threads.add(threading.current_thread().name)
         if self.fail_after is not None and self.generated >= self.fail_after:
             raise RuntimeError("boom")
         self.generated += 1
@@ -98,6 +111,31 @@ def test_runner_paces_frames_applies_inputs_and_survives_bad_events():
     assert engine.pushed == [{"kind": "action", "keys": ["W"]}]
     assert runner.last_applied_seq == 7
     assert len(runner.stats.input_latency_ms) == 1
+    assert engine.asked == {1}  # one frame at a time, whatever the engine would chunk
+
+
+def test_a_slow_sentence_is_prepared_beside_the_frames_never_holding_one_up():
+    engine = CountingEngine(sentence_s=0.3)  # six frames' time
+    frames = LatestFrames(16, 16)
+    runner = SessionRunner(engine, frames, fps=20, samples_per_frame=800)
+    runner.start()
+    time.sleep(0.2)
+    runner.push({"kind": "prompt", "text": "unreadable"})  # refused while preparing: dropped
+    runner.push({"kind": "prompt", "text": "make it rain"})
+    runner.push({"kind": "action", "keys": ["W"]}, seq=3)
+    time.sleep(0.2)
+    assert engine.pushed == [{"kind": "action", "keys": ["W"]}]  # the sentence is still encoding
+    time.sleep(0.5)
+    late = runner.stats.take_worst_late_ms()
+    runner.stop("done")
+    runner.join(2)
+    assert engine.pushed[1] == {"kind": "prompt", "text": "make it rain", "encoded": True}
+    assert len(engine.pushed) == 2 and not runner.failed
+    assert engine.prepare_threads.isdisjoint(engine.frame_threads)
+    assert 0 <= late < 150  # a frame's turn is 50 ms; the 300-ms sentence never entered one
+    runner.stats.worst_late_ms = 12.34
+    assert runner.stats.take_worst_late_ms() == 12.3
+    assert runner.stats.take_worst_late_ms() == 0.0  # each heartbeat reports its own second
 
 
 def test_runner_crash_ends_only_the_session_and_closes_the_recording(tmp_path):

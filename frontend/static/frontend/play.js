@@ -21,7 +21,7 @@
     ws: null, pc: null, input: null, events: null, micSender: null, micTrack: null,
     final: false, live: false, reconnects: 0, seq: 0, keys: 0, lastSentKeys: -1,
     yaw: 0, pitch: 0, liveSince: null, history: [], historyIndex: -1,
-    lastBytes: 0, lastStatsAt: 0, serverLatency: null, lastKeysSentAt: 0,
+    lastBytes: 0, lastStatsAt: 0, serverLatency: null, lastKeysSentAt: 0, frameLateMs: [],
   };
   window.worldsite = state; // tests and the bench read the HUD numbers from here
 
@@ -106,6 +106,10 @@
     if (typeof message.seconds_left === "number") $("hud-left").textContent = formatSeconds(message.seconds_left);
     if (typeof message.input_latency_ms_p50 === "number") state.serverLatency = message.input_latency_ms_p50;
     if (typeof message.frames === "number") state.engineFrames = message.frames; // the bench reads it
+    if (typeof message.frame_late_ms_max === "number") {
+      state.frameLateMs.push(message.frame_late_ms_max); // one a second; the bench reads them
+      if (state.frameLateMs.length > 600) state.frameLateMs.shift();
+    }
   }
 
   // --- WebRTC ----------------------------------------------------------------------------------
