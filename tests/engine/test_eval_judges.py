@@ -12,6 +12,7 @@ from engine.eval.classifiers import (
     OBJECT_HEADS,
     SMALL_HEADS,
     SMALL_READS,
+    SMALL_STEM,
     STATE_HEADS,
     AudioJudge,
     InverseDynamics,
@@ -69,16 +70,18 @@ def test_audio_judge_reads_with_its_context():
 def test_object_judge_is_a_detector():
     """The frame's logit is the best cell's: the same thing moved by a whole cell (8 pixels)
     anywhere inside the picture gets the same answer."""
-    torch.manual_seed(0)
-    judge = ObjectJudge().eval()
     x = torch.zeros(2, 3, 128, 128)
     x[0, :, 40:56, 40:48] = 1.0
     x[1, :, 72:88, 88:96] = 1.0
-    with torch.no_grad():
-        out = judge(x)
-        assert out.shape == (2, len(OBJECT_HEADS))
-        assert torch.allclose(out, judge.cells(x).amax((2, 3)))
-        assert torch.allclose(out[0], out[1], atol=1e-5)
+    for stem in ("coarse", "fine"):
+        torch.manual_seed(0)
+        judge = ObjectJudge(stem=stem).eval()
+        with torch.no_grad():
+            out = judge(x)
+            assert out.shape == (2, len(OBJECT_HEADS))
+            assert judge.cells(x).shape[2:] == (16, 16)
+            assert torch.allclose(out, judge.cells(x).amax((2, 3)))
+            assert torch.allclose(out[0], out[1], atol=1e-5)
 
 
 def test_read_state_takes_in_view_heads_from_the_detector(tmp_path):
@@ -92,19 +95,19 @@ def test_read_state_takes_in_view_heads_from_the_detector(tmp_path):
         torch.nn.init.zeros_(p)
     last = judges.objects.net[-1]  # type: ignore[union-attr]
     last.bias.data[:] = torch.tensor(
-        [1.0 if k == "lantern_in_view" else -1.0 for k in OBJECT_HEADS]
+        [1.0 if k == "crystal_in_view" else -1.0 for k in OBJECT_HEADS]
     )
     frames = np.random.default_rng(0).integers(0, 256, (3, 128, 128, 3)).astype(np.uint8)
     read = judges.read_state(frames)
     alone = Judges(state, judges.mood, judges.idm, judges.audio).read_state(frames)
     assert set(read) == set(STATE_HEADS)
-    assert "lantern_in_view" in DETECTOR_HEADS and set(DETECTOR_HEADS) <= set(OBJECT_HEADS)
+    assert "crystal_in_view" in DETECTOR_HEADS and set(DETECTOR_HEADS) <= set(OBJECT_HEADS)
     for k in STATE_HEADS:
         if k in DETECTOR_HEADS:
-            assert read[k].tolist() == ([1, 1, 1] if k == "lantern_in_view" else [0, 0, 0])
+            assert read[k].tolist() == ([1, 1, 1] if k == "crystal_in_view" else [0, 0, 0])
         else:
             assert read[k].tolist() == alone[k].tolist()
-    small = ObjectJudge(SMALL_HEADS, SMALL_READS)
+    small = ObjectJudge(SMALL_HEADS, SMALL_READS, stem=SMALL_STEM)
     for p in small.parameters():
         torch.nn.init.zeros_(p)
     small.net[-1].bias.data[:] = torch.tensor(

@@ -17,6 +17,7 @@ from engine.eval.classifiers import (
     action_targets,
     audio_targets,
     shift_costs,
+    without_particles,
 )
 from engine.sim.labels import empty_labels
 
@@ -152,6 +153,25 @@ def test_shift_costs_find_the_shift_between_two_frames():
     best = cost.mean((2, 3)).argmin(1).item()
     dy, dx = divmod(best, 2 * SHIFT_X + 1)
     assert (dy - SHIFT_Y, dx - SHIFT_X) == (0, 2)  # at half resolution: 2 of its pixels
+
+
+def test_particles_are_filtered_out_before_the_shift_search():
+    grey = torch.zeros(1, 1, 16, 16)
+    grey[..., 4, 4] = 1.0  # a snowflake
+    grey[..., 2:9, 10] = 1.0  # a rain streak, one pixel wide
+    grey[..., 10:14, 2:8] = 0.5  # something solid
+    clean = without_particles(grey)
+    assert clean[..., :9, :].abs().max() == 0  # flake and streak gone
+    assert torch.equal(clean[..., 11:13, 3:7], grey[..., 11:13, 3:7])  # the solid stays
+    before = torch.nn.functional.avg_pool2d(
+        torch.rand(1, 3, 128, 128, generator=torch.Generator().manual_seed(1)), 3, 1, 1
+    )
+    after = torch.roll(before, shifts=(0, 4), dims=(2, 3)).clone()
+    flakes = torch.rand(1, 1, 128, 128, generator=torch.Generator().manual_seed(2)) < 0.03
+    after = torch.where(flakes, torch.ones_like(after), after)  # snow: the filtered search
+    # still finds the 4-pixel move (a filter that moved edges would not)
+    best = shift_costs(before, after).mean((2, 3)).argmin(1).item()
+    assert divmod(best, 2 * SHIFT_X + 1) == (SHIFT_Y, SHIFT_X + 2)
 
 
 def test_judges_train_on_the_inputs_they_read():
