@@ -23,6 +23,7 @@ from . import metrics as M
 from .classifiers import (
     AUDIO_EVENTS,
     MOODS,
+    STATE_HEADS,
     Judges,
     action_targets,
     audio_targets,
@@ -268,9 +269,28 @@ def _mean_present(values: list[float | None]) -> float | None:
 
 
 # -- prompts ---------------------------------------------------------------------------------
+TRUSTED_JUDGE = 0.9  # held-out balanced accuracy a head needs for its cases to be scored
+
+
+def untrusted_heads(judges: Judges) -> set[str]:
+    """State heads whose held-out balanced accuracy is below TRUSTED_JUDGE (or unknown)."""
+    return {
+        head
+        for head in STATE_HEADS
+        if (judges.accuracy.get(f"state_{head}", {}).get("balanced_accuracy") or 0.0)
+        < TRUSTED_JUDGE
+    }
+
+
 def prompt_following(
     player: ModelPlayer, judges: Judges, cases: list[PromptCase], progress: Log
 ) -> dict:
+    """Cases whose event is read by an untrusted head (a coin flip on the simulator's own
+    frames) are run for nobody: they are listed in `prompt_cases_unjudged` and left out of
+    every figure, so a figure never averages in a judge that cannot see what it scores."""
+    untrusted = untrusted_heads(judges)
+    skipped = [case for case in cases if prompt_target(case.event)[0] in untrusted]
+    cases = [case for case in cases if case not in skipped]
     progress(f"prompt following: {len(cases)} cases, judged 2 s after the sentence")
     hit_list: list[bool] = []
     sim_list: list[bool] = []
@@ -288,18 +308,28 @@ def prompt_following(
         if (i + 1) % 5 == 0:
             progress(f"  prompt case {i + 1}/{len(cases)}")
     hits, sim_hits = np.array(hit_list, float), np.array(sim_list, float)
-    by_event = {
-        e: float(np.mean([h for h, ev in zip(hits, events, strict=True) if ev == e]))
-        for e in dict.fromkeys(events)
-    }
+
+    def by_event(values: np.ndarray) -> dict[str, float]:
+        return {
+            e: float(np.mean([v for v, ev in zip(values, events, strict=True) if ev == e]))
+            for e in dict.fromkeys(events)
+        }
+
+    unjudged: dict[str, int] = {}
+    for case in skipped:
+        unjudged[case.event] = unjudged.get(case.event, 0) + 1
     return {
-        "prompt_following": float(hits.mean()),
+        "prompt_following": float(hits.mean()) if len(hits) else None,
         "prompt_following_ci": M.bootstrap_ci(hits),
-        "prompt_following_judge_on_sim": float(sim_hits.mean()),
+        "prompt_following_judge_on_sim": float(sim_hits.mean()) if len(sim_hits) else None,
         "prompt_following_judge_on_sim_ci": M.bootstrap_ci(sim_hits),
-        "prompt_following_no_prompt_control_on_sim": float(np.mean(control_hits)),
-        "prompt_following_by_event": by_event,
+        "prompt_following_no_prompt_control_on_sim": (
+            float(np.mean(control_hits)) if control_hits else None
+        ),
+        "prompt_following_by_event": by_event(hits),
+        "prompt_following_judge_on_sim_by_event": by_event(sim_hits),
         "prompt_cases": len(cases),
+        "prompt_cases_unjudged": unjudged,
     }
 
 

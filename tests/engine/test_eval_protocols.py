@@ -142,3 +142,29 @@ def test_judge_data_episodes_map_to_their_events_and_hold_out_each_kind():
     held_out = np.unique(data.episode[data.test])
     assert set(events[held_out]) == set(JUDGE_EVENTS)  # every event has unseen episodes
     assert (events == "spawn_statue").sum() > (events == "rain").sum()  # objects need places
+
+
+def test_cases_of_an_untrusted_judge_are_listed_not_scored():
+    """A head below TRUSTED_JUDGE held out (the statue's is a coin flip) scores no case: the
+    cases are reported as unjudged and the figures cover the rest only."""
+    from engine.eval.classifiers import (
+        STATE_HEADS,
+        AudioJudge,
+        InverseDynamics,
+        Judges,
+        MoodJudge,
+        StateJudge,
+    )
+    from engine.eval.run import TRUSTED_JUDGE, prompt_following, untrusted_heads
+
+    accuracy = {f"state_{h}": {"balanced_accuracy": 0.95} for h in STATE_HEADS}
+    accuracy["state_statue_in_view"] = {"balanced_accuracy": 0.55}
+    judges = Judges(StateJudge(), MoodJudge(), InverseDynamics(), AudioJudge(), accuracy=accuracy)
+    assert untrusted_heads(judges) == {"statue_in_view"}
+    del accuracy["state_weather"]  # unknown counts as untrusted
+    assert untrusted_heads(judges) == {"statue_in_view", "weather"}
+    assert TRUSTED_JUDGE == 0.9
+    cases = [PromptCase("spawn_statue", "raise a statue"), PromptCase("rain", "make it pour")]
+    out = prompt_following(None, judges, cases, lambda _: None)  # type: ignore[arg-type]
+    assert out["prompt_cases"] == 0 and out["prompt_following"] is None
+    assert out["prompt_cases_unjudged"] == {"spawn_statue": 1, "rain": 1}
