@@ -84,6 +84,14 @@ def room_viewer_left(*, room: LiveRoom, channel: str) -> None:
         _announce(room)
 
 
+def room_viewer_gone(*, channel: str) -> None:
+    """A viewer's connection died without a goodbye (the engine worker saw it): whichever room
+    counted it counts it no more."""
+    viewer = RoomViewer.objects.select_related("room").filter(channel=channel[:200]).first()
+    if viewer is not None:
+        room_viewer_left(room=viewer.room, channel=channel)
+
+
 def room_remove_viewer(*, room: LiveRoom, username: str) -> User:
     """The host removes a spectator: every connection of theirs is closed (the pages and the
     engine worker are told) and they cannot come back, unless invited again."""

@@ -235,9 +235,18 @@ class Audience:
     """The spectators of one session. The encoders run only while someone watches."""
 
     def __init__(
-        self, frames: LatestFrames, *, fps: int, ice_servers: list[dict[str, Any]], codec: str
+        self,
+        frames: LatestFrames,
+        *,
+        fps: int,
+        ice_servers: list[dict[str, Any]],
+        codec: str,
+        on_gone: Callable[[str], None] | None = None,
     ) -> None:
         self.frames = frames
+        # Told the reply channel of a viewer whose connection failed or closed on its own (a
+        # WHEP client that vanished without its DELETE): the room's viewer count drops too.
+        self.on_gone = on_gone
         self.fps = fps
         self.ice_servers = ice_servers
         self.codec = codec
@@ -284,10 +293,12 @@ class Audience:
             self._video.keyframe_wanted = True  # a picture for the newcomer right away
         elif state in ("failed", "closed"):
             for channel, known in list(self.viewers.items()):
-                if known is peer:
+                if known is peer:  # (a hang-up we asked for has left self.viewers already)
                     task = asyncio.ensure_future(self.unwatch(reply_channel=channel))
                     self._hangups.add(task)
                     task.add_done_callback(self._hangups.discard)
+                    if self.on_gone is not None:
+                        self.on_gone(channel)
 
     async def unwatch(self, *, reply_channel: str) -> None:
         peer = self.viewers.pop(reply_channel, None)

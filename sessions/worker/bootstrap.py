@@ -9,7 +9,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from sessions import services
+from sessions import room_services, services
 from sessions.models import PlaySession
 from sessions.worker.engine_worker import EngineWorker, WorkerConfig
 from sessions.worker.loopback import enable_loopback_candidates
@@ -50,6 +50,10 @@ class DatabaseSessionStore:
     @database_sync_to_async
     def housekeeping(self) -> None:
         services.sessions_housekeeping()
+
+    @database_sync_to_async
+    def viewer_gone(self, reply_channel: str) -> None:
+        room_services.room_viewer_gone(channel=reply_channel)
 
 
 def default_worker_name() -> str:

@@ -64,6 +64,8 @@ class SessionStore(Protocol):
 
     async def housekeeping(self) -> None: ...
 
+    async def viewer_gone(self, reply_channel: str) -> None: ...  # a spectator's link died
+
 
 @dataclass
 class LiveSession:
@@ -277,6 +279,7 @@ class EngineWorker:
                 fps=info["fps"],
                 ice_servers=self.config.ice_servers,
                 codec=self.config.video_codec,
+                on_gone=self._viewer_gone,
             ),
         )
         accepted = messages.engine_accepted(worker=self.config.name, worker_channel=self.channel)
@@ -399,6 +402,9 @@ class EngineWorker:
         live.runner.stop(reason)  # on_stop -> _runner_stopped, once the thread has wound down
         if live.runner.started:
             await asyncio.get_running_loop().run_in_executor(None, live.runner.join, 5.0)
+
+    def _viewer_gone(self, reply_channel: str) -> None:
+        self._in_background(self.store.viewer_gone(reply_channel), "recording a viewer gone")
 
     def _track_finish(self, session_id: str, reason: str) -> None:
         self._in_background(self._runner_stopped(session_id, reason), f"finishing {session_id}")

@@ -31,6 +31,9 @@ class MemoryStore:
     async def heartbeat(self, session_ids) -> None:
         pass
 
+    async def viewer_gone(self, reply_channel) -> None:
+        pass
+
     async def housekeeping(self) -> None:
         pass
 

@@ -175,3 +175,29 @@ async def test_three_spectators_decode_one_encoding(loopback_ice):
         await audience.close()
         for spectator in spectators:
             await spectator.close()
+
+
+async def test_a_spectator_who_leaves_without_a_goodbye_is_reported_gone(loopback_ice):
+    """A viewer that closes its own connection (a tab closed, a WHEP client that never sent
+    its DELETE) is dropped and reported, so the room's viewer count falls; a hang-up the room
+    asked for is not reported again."""
+    frames = LatestFrames(64, 64)
+    engine = FakeEngine(frames)
+    gone: list[str] = []
+    audience = Audience(frames, fps=FPS, ice_servers=[], codec="VP8", on_gone=gone.append)
+    leaver, stayer = Spectator(), Spectator()
+    try:
+        await leaver.join(audience, "viewer-0")
+        await stayer.join(audience, "viewer-1")
+        await _until(lambda: len(leaver.video_frames) >= 5 and len(stayer.video_frames) >= 5)
+        await leaver.pc.close()
+        await _until(lambda: gone == ["viewer-0"], timeout=20)
+        await _until(lambda: set(audience.viewers) == {"viewer-1"}, timeout=5)
+        await audience.unwatch(reply_channel="viewer-1")  # asked for: not "gone"
+        await asyncio.sleep(0.5)
+        assert gone == ["viewer-0"] and audience.viewers == {}
+    finally:
+        engine.stop.set()
+        await audience.close()
+        for spectator in (leaver, stayer):
+            await spectator.close()

@@ -112,8 +112,9 @@ def test_a_room_costs_no_capacity_or_quota(room, people):
     room_services.room_viewer_joined(room=room, user=people["host"], channel="c3")
     assert room_selectors.room_state(room=room)["viewer_count"] == 1  # ben once, host never
     room_services.room_viewer_left(room=room, channel="c1")
-    room_services.room_viewer_left(room=room, channel="c2")
+    room_services.room_viewer_gone(channel="c2")  # its connection died (no DELETE)
     assert room_selectors.room_state(room=room)["viewer_count"] == 0
+    room_services.room_viewer_gone(channel="never-seen")  # nothing to do, no error
 
 
 def test_host_applies_a_prompt_once_and_the_engine_gets_it(
