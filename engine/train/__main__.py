@@ -269,7 +269,9 @@ def main(argv: list[str] | None = None) -> int:
                 DecoderTuneConfig(**{k: v for k, v in fields.items() if v is not None})
             )
     elif args.stage == "conv":
-        from .conv_generator import ConvTrainConfig, train_conv
+        from engine.model.conv_world import ConvWorldConfig
+
+        from .conv_generator import DENOISER_STEPS, ConvTrainConfig, train_conv
 
         fields = {
             "data": args.data,
@@ -280,10 +282,16 @@ def main(argv: list[str] | None = None) -> int:
             "steps": args.steps,
             "batch": args.batch,
             "unroll": args.unroll,
-            "width": args.width,
-            "width_low": args.width_low,
-            "flow": args.flow or None,
-            "denoise": args.denoise or None,
+            "model": ConvWorldConfig(
+                **{
+                    k: v
+                    for k, v in {"width": args.width, "width_low": args.width_low}.items()
+                    if v is not None
+                },
+                flow=args.flow,
+                denoise=args.denoise,
+                sampler_steps=DENOISER_STEPS if args.denoise else 1,
+            ),
             "seed": args.seed,
             "minutes": args.minutes,
             "text_table": args.text_table,

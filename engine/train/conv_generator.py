@@ -22,7 +22,7 @@ Tokenizers and opening keyframes are frozen (copied from `weights`); the run res
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -47,6 +47,8 @@ from .finetune import write_weights
 from .latents import encode_dataset, tokenizer_fingerprint
 from .plots import line_plot
 
+DENOISER_STEPS = 3  # Euler steps per frame of a new denoiser (one network pass each)
+
 
 @dataclass
 class ConvTrainConfig:
@@ -68,12 +70,9 @@ class ConvTrainConfig:
     bank_rollouts: int = 8
     bank_horizon: int = 48
     bank_size: int = 512
-    width: int = 48
-    width_low: int = 96
-    context: int = 4
-    flow: bool = False  # a new model also predicts a motion field (ConvWorldConfig.flow)
-    denoise: bool = False  # a new model is a flow-matching denoiser (ConvWorldConfig.denoise)
-    sampler_steps: int = 3  # its Euler steps per frame (Error Bank rollouts and run time)
+    # The shape of a new model (warm starts keep their own); a denoiser's sampler_steps is
+    # its Euler steps per frame, in the Error Bank's rollouts and at run time.
+    model: ConvWorldConfig = field(default_factory=ConvWorldConfig)
     text_table: str | None = None
     threads: int | None = None
     seed: int = 0
@@ -268,14 +267,7 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
     """A conv generator to warm-start from (`init`, else the weights folder's own when it is one
     of the kind asked for: regressing or denoising, with or without a motion field), or a new
     one."""
-    wanted = ConvWorldConfig(
-        width=cfg.width,
-        width_low=cfg.width_low,
-        context=cfg.context,
-        flow=cfg.flow,
-        denoise=cfg.denoise,
-        sampler_steps=cfg.sampler_steps,
-    )
+    wanted = cfg.model
     if cfg.init is not None:
         model = load_world_model(cfg.init)
         if not isinstance(model, ConvWorldModel):
