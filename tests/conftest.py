@@ -1,4 +1,5 @@
 import pytest
+from channels.layers import channel_layers
 
 from tests.factories import UserFactory, WorldFactory
 from worldsite.celery import app as celery_app
@@ -57,3 +58,13 @@ def _fresh_rate_limits(settings):
     import uuid
 
     settings.RATELIMIT_CACHE_PREFIX = f"rl:{uuid.uuid4().hex}:"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_channel_layer():
+    """Each test gets its own channel layer. channels_redis keeps per-channel asyncio locks on
+    the layer object; a receive cancelled while it waits leaves its lock behind, bound to the
+    event loop of the test that made it, and the next test to contend for it fails with "bound
+    to a different event loop". Tests run one event loop each; the server runs one for its life."""
+    yield
+    channel_layers.backends.clear()
