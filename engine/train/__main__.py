@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         "--adv-weight",
         type=float,
         default=None,
-        help="video stage: patch-discriminator weight (0 turns it off)",
+        help="video stage: patch-discriminator weight (0 turns it off); conv: latent-critic "
+        "weight on every predicted frame (regressors)",
     )
     parser.add_argument(
         "--text-table",
@@ -298,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             "bank_share": args.bank_share,
             "bank_every": args.bank_every,
             "bank_rollouts": args.bank_rollouts,
+            "adv_weight": args.adv_weight,
             "threads": args.threads,
         }
         path = train_conv(ConvTrainConfig(**{k: v for k, v in fields.items() if v is not None}))

@@ -44,6 +44,7 @@ from .common import (
     save_state,
 )
 from .finetune import write_weights
+from .latent_critic import LatentCritic, critic_loss, generator_adversarial_loss
 from .latents import encode_dataset, tokenizer_fingerprint
 from .plots import line_plot
 
@@ -70,6 +71,9 @@ class ConvTrainConfig:
     bank_rollouts: int = 8
     bank_horizon: int = 48
     bank_size: int = 512
+    # > 0: a latent critic scores every predicted frame against the true one (regressors only)
+    adv_weight: float = 0.0
+    adv_gamma: float = 1.0  # R1 + R2 penalty weight of the critic
     # The shape of a new model (warm starts keep their own); a denoiser's sampler_steps is
     # its Euler steps per frame, in the Error Bank's rollouts and at run time.
     model: ConvWorldConfig = field(default_factory=ConvWorldConfig)
@@ -149,16 +153,30 @@ def context_noise_levels(
     return noise * (torch.rand(b, generator=gen).to(device) < cfg.noise_share)
 
 
+@dataclass
+class StepLosses:
+    """One training step's losses; `pairs` (previous true latent, true and predicted next
+    latent, inputs; each chain step stacked into the batch) is what the critic learns from."""
+
+    loss: torch.Tensor
+    video: torch.Tensor
+    audio: torch.Tensor
+    adversarial: torch.Tensor | None = None
+    pairs: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+
+
 def unrolled_loss(
     model: ConvWorldModel,
     w: dict[str, torch.Tensor],
     cfg: ConvTrainConfig,
     gen: torch.Generator,
     history: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(loss, video loss, audio loss) of predicting the last `unroll` frames of each window in
-    a chain from its first `context`. `history` (video, audio, rows bool) replaces the history
-    of the chosen windows with stored erroneous ones (the Error Bank)."""
+    critic: LatentCritic | None = None,
+) -> StepLosses:
+    """Losses of predicting the last `unroll` frames of each window in a chain from its first
+    `context`. `history` (video, audio, rows bool) replaces the history of the chosen windows
+    with stored erroneous ones (the Error Bank). With a `critic`, every predicted frame is also
+    scored against the true one (`adv_weight` of the relativistic generator loss)."""
     k = model.config.context
     b = w["video"].shape[0]
     dev = w["video"].device
@@ -176,17 +194,32 @@ def unrolled_loss(
     missing = torch.randint(1, k + 1, (b,), generator=gen).to(dev)
     valid &= ~(dropped[:, None] & (torch.arange(k, device=dev)[None] < missing[:, None]))
     video_loss = audio_loss = torch.zeros((), device=dev)
+    predictions = []
     for r in range(cfg.unroll):
         t = k + r
         z, a = model(ctx, valid, prev_audio, frame_conditioning(w, t, noise))
         target = w["video"][:, t]
         video_loss = video_loss + F.mse_loss(z, target) + 0.5 * F.l1_loss(z, target)
         audio_loss = audio_loss + F.mse_loss(a, w["audio"][:, t])
+        predictions.append(z)
         ctx = torch.cat([ctx[:, 1:], z[:, None]], dim=1)
         valid = torch.cat([valid[:, 1:], torch.ones(b, 1, dtype=torch.bool, device=dev)], dim=1)
         prev_audio = a
     video_loss, audio_loss = video_loss / cfg.unroll, audio_loss / cfg.unroll
-    return video_loss + cfg.audio_weight * audio_loss, video_loss, audio_loss
+    loss = video_loss + cfg.audio_weight * audio_loss
+    if critic is None:
+        return StepLosses(loss, video_loss, audio_loss)
+    steps = slice(k, k + cfg.unroll)
+    pairs = (
+        w["video"][:, k - 1 : k - 1 + cfg.unroll].flatten(0, 1),
+        w["video"][:, steps].flatten(0, 1),
+        torch.stack(predictions, dim=1).flatten(0, 1),
+        w["inputs"][:, steps].flatten(0, 1),
+    )
+    adversarial = generator_adversarial_loss(critic, *pairs)
+    return StepLosses(
+        loss + cfg.adv_weight * adversarial, video_loss, audio_loss, adversarial, pairs
+    )
 
 
 def denoise_loss(
@@ -195,7 +228,8 @@ def denoise_loss(
     cfg: ConvTrainConfig,
     gen: torch.Generator,
     history: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    critic: LatentCritic | None = None,
+) -> StepLosses:
     """Flow-matching loss of a denoising model on each of the last `unroll` frames of the
     windows, each from its own true history (noised as in `unrolled_loss`; the Error Bank's
     stored history for the chosen windows' first target): the model sees the frame at a
@@ -227,7 +261,7 @@ def denoise_loss(
         video_loss = video_loss + F.mse_loss(estimate, target)
         audio_loss = audio_loss + F.mse_loss(a, w["audio"][:, t])
     video_loss, audio_loss = video_loss / cfg.unroll, audio_loss / cfg.unroll
-    return video_loss + cfg.audio_weight * audio_loss, video_loss, audio_loss
+    return StepLosses(video_loss + cfg.audio_weight * audio_loss, video_loss, audio_loss)
 
 
 @torch.no_grad()
@@ -285,6 +319,20 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
     return ConvWorldModel(wanted)
 
 
+def adversarial_parts(
+    cfg: ConvTrainConfig, model: ConvWorldModel, device: torch.device
+) -> tuple[LatentCritic | None, torch.optim.Optimizer | None, dict]:
+    """The critic and its optimizer when `adv_weight > 0` (None, None otherwise), and the
+    named parts a checkpoint saves and resumes them by."""
+    if cfg.adv_weight <= 0:
+        return None, None, {}
+    if model.config.denoise:
+        raise ValueError("the adversarial loss is for regressing models (drop --denoise)")
+    critic = LatentCritic(model.config.latent_channels).to(device).train()
+    critic_opt = torch.optim.AdamW(critic.parameters(), lr=cfg.lr / 2, betas=(0.5, 0.9))
+    return critic, critic_opt, {"critic": critic, "critic_opt": critic_opt}
+
+
 def train_conv(cfg: ConvTrainConfig) -> Path:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -300,8 +348,9 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
     bank = LatentBank.build(episodes, table, device, model.config.image_dim)
     model = model.to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
+    critic, critic_opt, adversary = adversarial_parts(cfg, model, device)
     state = out / "state.pt"
-    step, spent = resume(state, model=model, opt=opt)
+    step, spent = resume(state, model=model, opt=opt, **adversary)
     c, s, a = model.config.latent_channels, model.config.latent_size, model.config.audio_dim
     errors = ErrorHistories.empty(model.config.context, c, s, a, device)
     if state.exists() and "errors" in (saved := torch.load(state, weights_only=True)):
@@ -338,13 +387,19 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
             history = (bad_v.to(device), bad_a.to(device), rows)
         w = conv_windows(bank, starts, window)
         loss_of = denoise_loss if model.config.denoise else unrolled_loss
-        loss, vl, al = loss_of(model, w, cfg, gen, history)
-        optimizer_step(opt, loss, clip=model.parameters())
+        losses = loss_of(model, w, cfg, gen, history, critic)
+        optimizer_step(opt, losses.loss, clip=model.parameters())
+        figures = {"video": losses.video.item(), "audio": losses.audio.item()}
+        if critic is not None and losses.pairs is not None:
+            assert critic_opt is not None and losses.adversarial is not None
+            d_loss, relativistic = critic_loss(critic, *losses.pairs, gamma=cfg.adv_gamma)
+            optimizer_step(critic_opt, d_loss)
+            figures |= {"generator_adv": losses.adversarial.item(), "critic": relativistic.item()}
         step += 1
         speed.tick()
         bar.update()
-        log.add(step, loss=loss.item(), video=vl.item(), audio=al.item())
-        bar.set_postfix(video=f"{vl.item():.3f}", audio=f"{al.item():.3f}", refresh=False)
+        log.add(step, loss=losses.loss.item(), **figures)
+        bar.set_postfix({k: f"{v:.3f}" for k, v in figures.items()}, refresh=False)
         if step % cfg.checkpoint_every == 0 or frac() >= 1:
             save_state(
                 state,
@@ -353,8 +408,10 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
                 {"train": dataclasses.asdict(cfg), "errors": errors.state()},
                 model=model,
                 opt=opt,
+                **adversary,
             )
-            line_plot(out / "loss.png", log.series("video", "audio"), "conv world: unrolled loss")
+            shown = ("video", "audio") + (("generator_adv", "critic") if critic else ())
+            line_plot(out / "loss.png", log.series(*shown), "conv world: unrolled loss")
             write_weights(cfg, out, world=model, step=step)
     bar.close()
     speed.report()

@@ -101,12 +101,13 @@ def test_unrolled_training_backpropagates_through_its_own_predictions():
     model = small().train()
     cfg = ConvTrainConfig(unroll=3, noise_share=0.0, drop_share=0.0)
     w = conv_windows(bank, torch.tensor([0, 35]), window=3 + cfg.unroll)
-    loss, video, audio = unrolled_loss(model, w, cfg, torch.Generator().manual_seed(0))
-    loss.backward()
+    losses = unrolled_loss(model, w, cfg, torch.Generator().manual_seed(0))
+    losses.loss.backward()
     # the stem only reaches the loss through the chain of predictions (the first step of an
     # untrained model copies, but later steps read the earlier predictions)
     assert model.stem.weight.grad is not None and model.stem.weight.grad.abs().sum() > 0
-    assert torch.isfinite(video) and torch.isfinite(audio)
+    assert torch.isfinite(losses.video) and torch.isfinite(losses.audio)
+    assert losses.pairs is None  # no critic asked for
 
 
 def test_a_few_steps_on_one_batch_lower_the_unrolled_loss():
@@ -117,7 +118,7 @@ def test_a_few_steps_on_one_batch_lower_the_unrolled_loss():
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     losses = []
     for _ in range(40):
-        loss, _, _ = unrolled_loss(model, w, cfg, torch.Generator().manual_seed(0))
+        loss = unrolled_loss(model, w, cfg, torch.Generator().manual_seed(0)).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -257,6 +258,78 @@ def test_a_denoising_model_samples_from_its_seed_and_trains_on_noisy_frames():
 
     bank = LatentBank.build([episode(frames=30)], table())
     w = conv_windows(bank, torch.tensor([0, 5, 10]), window=5)
-    loss, video, _ = denoise_loss(model, w, ConvTrainConfig(unroll=2), torch.Generator())
-    loss.backward()
-    assert torch.isfinite(video) and model.stem.weight.grad.abs().sum() > 0
+    losses = denoise_loss(model, w, ConvTrainConfig(unroll=2), torch.Generator())
+    losses.loss.backward()
+    assert torch.isfinite(losses.video) and model.stem.weight.grad.abs().sum() > 0
+
+
+def test_the_critic_scores_every_chain_step_and_pushes_the_generator():
+    from engine.train.latent_critic import LatentCritic, critic_loss
+
+    bank = LatentBank.build([episode(frames=30), episode(frames=30, seed=1)], table())
+    model = small().train()
+    cfg = ConvTrainConfig(unroll=3, noise_share=0.0, drop_share=0.0, adv_weight=0.1)
+    w = conv_windows(bank, torch.tensor([0, 35]), window=3 + cfg.unroll)
+    torch.manual_seed(0)
+    critic = LatentCritic(8, width=8)
+    plain = unrolled_loss(model, w, cfg, torch.Generator().manual_seed(0))
+    losses = unrolled_loss(model, w, cfg, torch.Generator().manual_seed(0), critic=critic)
+    assert losses.adversarial is not None and losses.pairs is not None
+    previous, real, fake, inputs = losses.pairs
+    assert previous.shape == real.shape == fake.shape == (2 * 3, 8, 16, 16)
+    assert inputs.shape == (2 * 3, INPUT_FEATURES)
+    # each real is paired with the frame before it in the window, each fake with its real
+    assert torch.equal(previous[1], w["video"][0, 3]) and torch.equal(real[1], w["video"][0, 4])
+    assert torch.allclose(losses.loss, plain.loss + 0.1 * losses.adversarial)
+    losses.loss.backward()
+    assert model.stem.weight.grad is not None and model.stem.weight.grad.abs().sum() > 0
+
+    # the critic learns to tell the true frames from a blurred copy of them
+    opt = torch.optim.Adam(critic.parameters(), lr=3e-3)
+    blurred = torch.nn.functional.avg_pool2d(real, 5, stride=1, padding=2)
+    first = None
+    for _ in range(60):
+        loss, relativistic = critic_loss(critic, previous, real, blurred, inputs, gamma=0.1)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        first = relativistic.item() if first is None else first
+    assert relativistic.item() < 0.5 * first
+
+
+def test_adversarial_training_checkpoints_its_critic_and_refuses_denoisers(tmp_path, monkeypatch):
+    import engine.train.conv_generator as conv
+
+    eps = [episode(frames=80), episode(frames=80, seed=1)]
+    monkeypatch.setattr(conv, "encode_dataset", lambda *a, **k: (eps, table()))
+    monkeypatch.setattr(conv, "tokenizer_fingerprint", lambda *a: "0" * 40)
+    from engine.model.audio_ae import AudioAE, AudioAEConfig
+    from engine.model.video_ae import VideoAE, VideoAEConfig
+
+    base = tmp_path / "base"
+    save_checkpoint(base / "video_ae.pt", VideoAE(VideoAEConfig(stem=8, widths=(8, 8, 8))))
+    save_checkpoint(base / "audio_ae.pt", AudioAE(AudioAEConfig(width=8)))
+    cfg = ConvTrainConfig(
+        weights=str(base),
+        out=str(tmp_path / "run"),
+        steps=3,
+        minutes=None,
+        batch=2,
+        unroll=2,
+        model=ConvWorldConfig(width=16, width_low=16, context=3),
+        adv_weight=0.1,
+        checkpoint_every=3,
+    )
+    conv.train_conv(cfg)
+    saved = torch.load(tmp_path / "run" / "state.pt", weights_only=True)
+    assert "critic" in saved and "critic_opt" in saved
+    log = (tmp_path / "run" / "loss.jsonl").read_text().splitlines()
+    assert '"critic"' in log[-1] and '"generator_adv"' in log[-1]
+    conv.train_conv(dataclasses.replace(cfg, steps=4))  # resumes the critic too
+    denoiser = dataclasses.replace(
+        cfg,
+        out=str(tmp_path / "denoise"),
+        model=ConvWorldConfig(width=16, width_low=16, context=3, denoise=True),
+    )
+    with pytest.raises(ValueError, match="regressing models"):
+        conv.train_conv(denoiser)
