@@ -209,6 +209,7 @@ def _measure(
     seconds: float,
     viewer_frames: Callable[[], list[int]] = list,
     prompt_every: float | None = None,
+    viewer_pid: int | None = None,
 ) -> dict:
     """Press and release W on every player's page for `seconds` (and, with `prompt_every`,
     type a sentence into the prompt box that often, the field never taking the keyboard's
@@ -223,6 +224,7 @@ def _measure(
     viewers_before = viewer_frames()
     cpu_before, server_before = _cpu_totals(), _process_cpu_seconds(server_pid)
     browsers_before = _browser_cpu_seconds()
+    viewers_cpu_before = _process_cpu_seconds(viewer_pid) if viewer_pid else 0.0
     started = time.monotonic()
     held = False
     sentences = 0
@@ -238,6 +240,7 @@ def _measure(
     elapsed = time.monotonic() - started
     cpu_after, server_after = _cpu_totals(), _process_cpu_seconds(server_pid)
     browsers_after = _browser_cpu_seconds()
+    viewers_cpu_after = _process_cpu_seconds(viewer_pid) if viewer_pid else 0.0
     results = [page.evaluate("window.bench") for page in players]
     engine_after = sum(page.evaluate("window.worldsite.engineFrames || 0") for page in players)
     viewers_after = viewer_frames()
@@ -268,10 +271,12 @@ def _measure(
         # The engine's own account (its heartbeat): the most any frame took from the start of
         # its turn until it was ready (generation included; a turn is 50 ms at 20 fps).
         "frame_late_ms_max": round(max(late), 1) if late else None,
+        "frame_late_ms_p50": _percentile(late, 50),  # the median second's latest frame
         "sentences_typed": sentences * len(players),
         "cpu_machine_percent": round(100.0 * (total - idle) / total, 1) if total else None,
         "cpu_server_cores": round((server_after - server_before) / elapsed, 2),
         "cpu_browsers_cores": round((browsers_after - browsers_before) / elapsed, 2),
+        "cpu_whep_viewers_cores": round((viewers_cpu_after - viewers_cpu_before) / elapsed, 2),
         # Frames the engine generated (its heartbeat, once a second): on a machine whose other
         # jobs take CPU from the server, CPU per generated frame compares phases fairly.
         "engine_fps": round((engine_after - engine_before) / elapsed, 1),
@@ -377,7 +382,13 @@ def run_room(
         host.wait_for_function(f"() => window.liveRoom.viewerCount === {spectators}")
         host.locator("#stream").focus()
         time.sleep(2.0)
-        watched = _measure(server.pid, [host], seconds, viewer_frames)
+        watched = _measure(
+            server.pid,
+            [host],
+            seconds,
+            viewer_frames,
+            viewer_pid=whep.process.pid if whep else None,
+        )
         if screenshot:
             (viewers[0] if viewers else host).screenshot(path=screenshot)
         if whep is not None:
@@ -417,6 +428,13 @@ def run_room(
         ),
         "cpu_browsers_cores_alone": alone["cpu_browsers_cores"],
         "cpu_browsers_cores": watched["cpu_browsers_cores"],
+        "cpu_whep_viewers_cores": watched["cpu_whep_viewers_cores"] if whep else None,
+        # The latest frame of each second, from the start of its turn to ready (the engine's
+        # heartbeat): whether the audience slows generation itself.
+        "frame_late_ms_p50_alone": alone["frame_late_ms_p50"],
+        "frame_late_ms_p50": watched["frame_late_ms_p50"],
+        "frame_late_ms_max_alone": alone["frame_late_ms_max"],
+        "frame_late_ms_max": watched["frame_late_ms_max"],
         "cpu_machine_percent_alone": alone["cpu_machine_percent"],
         "cpu_machine_percent": watched["cpu_machine_percent"],
         "load_average_1m": round(os.getloadavg()[0], 2),
