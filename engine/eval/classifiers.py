@@ -507,6 +507,11 @@ class Judges:
         return self.mood(creature_crops(frames, boxes)).argmax(1).numpy()
 
     @torch.inference_mode()
+    def vote_mood(self, frames: np.ndarray, boxes: np.ndarray) -> int:
+        """One mood from several views of the same creature: the most probable on average."""
+        return int(self.mood(creature_crops(frames, boxes)).softmax(1).mean(0).argmax())
+
+    @torch.inference_mode()
     def read_actions(self, before: np.ndarray, after: np.ndarray, batch: int = 64) -> np.ndarray:
         return np.concatenate(
             [

@@ -32,7 +32,9 @@ PROMPT_JUDGE_AFTER = 40  # frames after the sentence: 2 s
 GIFT_CHECKS = (400, 1200)  # frames after the gift: 20 s and 60 s
 GIFT_REACT = 4  # frames the model plays right after the gift (the sentence's chunk)
 GIFT_RETURN = 120  # frames of coming back (turn, walk up) before each check
-GIFT_VIEW_WINDOW = 40  # the check: of the last 40 frames, the one showing most of its icon
+GIFT_VIEW_WINDOW = 40  # the check reads the last 40 frames ...
+GIFT_VIEWS = 5  # ... its mood voted by the 5 showing most of its icon (an afraid creature keeps
+# its distance; one 5-pixel icon misread by the judge would decide the case)
 CLOSE_ENOUGH = 8.0  # cells: stop walking toward the creature here
 TURN_KEY_FRAMES = int(2 * np.pi / TURN_RATE)  # 104 frames of LEFT ...
 TURN_REMAINDER = 2 * np.pi - TURN_KEY_FRAMES * TURN_RATE  # ... then this yaw delta: exactly 2 pi
@@ -102,8 +104,9 @@ def default_prompt_cases(per_event: int = 2) -> list[PromptCase]:
 class GiftEpisode:
     episode: SimEpisode
     gift_frame: int
-    checks: list[int]  # judged frame of each GIFT_CHECKS entry (-1: never in view)
+    checks: list[int]  # last judged frame of each GIFT_CHECKS entry (-1: never in view)
     returns: list[int]  # first frame of each return to the creature
+    views: list[list[int]]  # the judged frames of each check (up to GIFT_VIEWS, in order)
 
 
 def gift_episode(gift: str, text: str, index: int, wait: int = 300) -> GiftEpisode:
@@ -142,13 +145,26 @@ def gift_episode(gift: str, text: str, index: int, wait: int = 300) -> GiftEpiso
             far = world.creature.distance_to(world.x, world.y) > CLOSE_ENOUGH
             rec.step(FrameInputs(keys=KEY_BITS["W"] if far and abs(yaw) < 0.05 else 0, yaw=yaw))
     ep = rec.episode({gift_frame: text})
-    checks = []
-    readable = mood_targets(ep.labels, ep.view) >= 0  # in view, its icon big enough to read
+    checks, views = [], []
+    moods = mood_targets(ep.labels, ep.view)  # -1 unless in view with its icon readable
     for after in GIFT_CHECKS:
-        window = np.arange(gift_frame + after - GIFT_VIEW_WINDOW, gift_frame + after + 1)
-        shown = np.where(readable[window], ep.view["icon_pixels"][window], 0)
-        checks.append(int(window[np.argmax(shown)]) if shown.max() > 0 else -1)
-    return GiftEpisode(ep, gift_frame, checks, returns)
+        seen = gift_views(moods, ep.view["icon_pixels"], gift_frame + after)
+        views.append(seen)
+        checks.append(seen[-1] if seen else -1)
+    return GiftEpisode(ep, gift_frame, checks, returns, views)
+
+
+def gift_views(moods: np.ndarray, icon_pixels: np.ndarray, end: int) -> list[int]:
+    """The frames of the GIFT_VIEW_WINDOW up to `end` that show most of the creature's icon
+    (up to GIFT_VIEWS, in time order), all in the mood of the best one; [] if none is readable."""
+    window = np.arange(end - GIFT_VIEW_WINDOW, end + 1)
+    shown = np.where(moods[window] >= 0, icon_pixels[window], 0)
+    if shown.max() <= 0:
+        return []
+    mood = moods[window[np.argmax(shown)]]
+    shown = np.where(moods[window] == mood, shown, 0)
+    best = np.argsort(-shown, kind="stable")[:GIFT_VIEWS]
+    return sorted(int(window[i]) for i in best if shown[i] > 0)
 
 
 def gift_cases(per_gift: int, max_tries: int = 60) -> list[tuple[str, GiftEpisode]]:

@@ -344,18 +344,20 @@ def memory_gift(player: ModelPlayer, judges: Judges, per_kind: int, progress: Lo
         session = player.start(ep, g.gift_frame, seed=n)
         player.play(session, ep, g.gift_frame, g.gift_frame + GIFT_REACT)
         truth = mood_targets(ep.labels, ep.view)
-        for after, check, back in zip(GIFT_CHECKS, g.checks, g.returns, strict=True):
+        for after, check, back, views in zip(
+            GIFT_CHECKS, g.checks, g.returns, g.views, strict=True
+        ):
             # The wait and the first part of the way back are the simulator's frames, with the
             # creature out of view; the model draws from REVEAL_LEAD frames before it shows.
             shown = np.nonzero(ep.view["creature_px"][back : check + 1] > 0)[0]
             begin = max(back, back + int(shown[0]) - REVEAL_LEAD) if len(shown) else back
             player.prime(session, ep, begin)
             frames, _ = player.play(session, ep, begin, check + 1)
-            box = ep.view["creature_box"][check : check + 1]
-            hits[after].append(judges.read_mood(frames[-1:], box)[0] == truth[check])
-            sim_hits[after].append(
-                judges.read_mood(ep.frames[check : check + 1], box)[0] == truth[check]
+            boxes = ep.view["creature_box"][views]
+            hits[after].append(
+                judges.vote_mood(frames[np.array(views) - begin], boxes) == truth[check]
             )
+            sim_hits[after].append(judges.vote_mood(ep.frames[views], boxes) == truth[check])
         progress(f"  gift case {n + 1}/{len(cases)}")
     out: dict = {"memory_gift_cases": len(cases), "memory_gift_moods": list(MOODS)}
     for after in GIFT_CHECKS:

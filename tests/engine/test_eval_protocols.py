@@ -22,9 +22,11 @@ from engine.eval.judge_data import (
     judge_episode,
 )
 from engine.eval.protocols import (
+    GIFT_VIEWS,
     TURN_KEY_FRAMES,
     PromptCase,
     gift_episode,
+    gift_views,
     prompt_episode,
     prompt_target,
     turn_episode,
@@ -56,9 +58,10 @@ def test_the_rainbow_case_turns_toward_the_rainbow():
 def test_the_gift_test_shows_the_remembered_mood_in_view(gift, mood):
     g = gift_episode(gift, "here you go", 0)
     truth = mood_targets(g.episode.labels, g.episode.view)
-    for check, back in zip(g.checks, g.returns, strict=True):
+    for check, back, views in zip(g.checks, g.returns, g.views, strict=True):
         assert check >= back  # judged after coming back, with the creature in view
-        assert MOODS[truth[check]] == mood
+        assert 1 <= len(views) <= GIFT_VIEWS and views[-1] == check
+        assert [MOODS[truth[v]] for v in views] == [mood] * len(views)
     # in between, the player looked away: the creature was not in view just before returning
     assert g.episode.view["creature_px"][g.returns[0] - 1] == 0
 
@@ -168,3 +171,15 @@ def test_cases_of_an_untrusted_judge_are_listed_not_scored():
     out = prompt_following(None, judges, cases, lambda _: None)  # type: ignore[arg-type]
     assert out["prompt_cases"] == 0 and out["prompt_following"] is None
     assert out["prompt_cases_unjudged"] == {"spawn_statue": 1, "rain": 1}
+
+
+def test_the_gift_check_votes_with_the_frames_that_show_most_of_the_icon():
+    moods = np.full(100, -1)
+    icon = np.zeros(100)
+    moods[60:90], icon[60:90] = 1, np.arange(30)  # readable, the icon growing as it comes closer
+    moods[92], icon[92] = 2, 99.0  # the best single view, in another mood
+    moods[95], icon[95] = 1, 50.0
+    assert gift_views(moods, icon, 99) == [92]  # only frames in the best view's mood
+    moods[92] = 1
+    assert gift_views(moods, icon, 99) == [87, 88, 89, 92, 95]  # in time order
+    assert gift_views(np.full(100, -1), icon, 99) == []
