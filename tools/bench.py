@@ -203,6 +203,20 @@ TYPE_SENTENCE = """(text) => {
 }"""
 
 
+# The page's receivers: (seconds its video frames waited in the jitter buffer, frames emitted,
+# the same for audio samples).
+JITTER_BUFFER = """async () => {
+  const out = [0, 0, 0, 0];
+  (await window.worldsite.pc.getStats()).forEach((r) => {
+    if (r.type === "inbound-rtp") {
+      const at = r.kind === "video" ? 0 : 2;
+      out[at] = r.jitterBufferDelay || 0; out[at + 1] = r.jitterBufferEmittedCount || 0;
+    }
+  });
+  return out;
+}"""
+
+
 def _measure(
     server_pid: int,
     players: list,
@@ -225,6 +239,7 @@ def _measure(
     cpu_before, server_before = _cpu_totals(), _process_cpu_seconds(server_pid)
     browsers_before = _browser_cpu_seconds()
     viewers_cpu_before = _process_cpu_seconds(viewer_pid) if viewer_pid else 0.0
+    jitter_before = [page.evaluate(JITTER_BUFFER) for page in players]
     started = time.monotonic()
     held = False
     sentences = 0
@@ -241,6 +256,10 @@ def _measure(
     cpu_after, server_after = _cpu_totals(), _process_cpu_seconds(server_pid)
     browsers_after = _browser_cpu_seconds()
     viewers_cpu_after = _process_cpu_seconds(viewer_pid) if viewer_pid else 0.0
+    jitter_after = [page.evaluate(JITTER_BUFFER) for page in players]
+    buffered = [
+        sum(a[k] - b[k] for a, b in zip(jitter_after, jitter_before, strict=True)) for k in range(4)
+    ]
     results = [page.evaluate("window.bench") for page in players]
     engine_after = sum(page.evaluate("window.worldsite.engineFrames || 0") for page in players)
     viewers_after = viewer_frames()
@@ -272,6 +291,12 @@ def _measure(
         # its turn until it was ready (generation included; a turn is 50 ms at 20 fps).
         "frame_late_ms_max": round(max(late), 1) if late else None,
         "frame_late_ms_p50": _percentile(late, 50),  # the median second's latest frame
+        # How long the page's frames waited in its jitter buffer on average (it grows with the
+        # jitter of their arrival: packets that come unevenly are held back to play evenly).
+        "jitter_buffer_ms": round(1000 * buffered[0] / buffered[1], 1) if buffered[1] else None,
+        "audio_jitter_buffer_ms": (
+            round(1000 * buffered[2] / buffered[3], 1) if buffered[3] else None
+        ),
         "sentences_typed": sentences * len(players),
         "cpu_machine_percent": round(100.0 * (total - idle) / total, 1) if total else None,
         "cpu_server_cores": round((server_after - server_before) / elapsed, 2),
@@ -431,6 +456,12 @@ def run_room(
         "cpu_whep_viewers_cores": watched["cpu_whep_viewers_cores"] if whep else None,
         # The latest frame of each second, from the start of its turn to ready (the engine's
         # heartbeat): whether the audience slows generation itself.
+        "frame_gap_ms_p95_alone": alone["frame_gap_ms_p95"],
+        "frame_gap_ms_p95": watched["frame_gap_ms_p95"],
+        "jitter_buffer_ms_alone": alone["jitter_buffer_ms"],
+        "jitter_buffer_ms": watched["jitter_buffer_ms"],
+        "audio_jitter_buffer_ms_alone": alone["audio_jitter_buffer_ms"],
+        "audio_jitter_buffer_ms": watched["audio_jitter_buffer_ms"],
         "frame_late_ms_p50_alone": alone["frame_late_ms_p50"],
         "frame_late_ms_p50": watched["frame_late_ms_p50"],
         "frame_late_ms_max_alone": alone["frame_late_ms_max"],

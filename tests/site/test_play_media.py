@@ -202,3 +202,35 @@ async def test_tracks_share_one_clock_and_send_new_frames_promptly():
     assert abs(sound.pts / 48_000 - fresh.pts / 90_000) < 0.15  # one clock for both
     video.stop()
     audio.stop()
+
+
+async def test_the_player_gets_picture_and_sound_as_two_streams():
+    """One stream would make the browser hold the picture back to the sound's jitter buffer
+    (tools.bench: the player's video buffer doubled over a session's first half-minute)."""
+    from aiortc import RTCPeerConnection, RTCSessionDescription
+
+    from sessions.worker.peer import PlayPeer
+
+    frames = LatestFrames(16, 16)
+    runner = SessionRunner(CountingEngine(), frames, fps=20, samples_per_frame=800)
+    peer = PlayPeer(runner, frames, fps=20, ice_servers=[])
+    page = RTCPeerConnection()
+    page.addTransceiver("video", direction="recvonly")
+    page.addTransceiver("audio", direction="sendrecv")
+    page.createDataChannel("input")
+    await page.setLocalDescription(await page.createOffer())
+    try:
+        answer = await peer.answer(page.localDescription.sdp)
+        await page.setRemoteDescription(RTCSessionDescription(sdp=answer, type="answer"))
+        streams = {}
+        kind = None
+        for line in answer.splitlines():
+            if line.startswith("m="):
+                kind = line[2:].split()[0]
+            elif line.startswith("a=msid:"):
+                streams[kind] = line.split(":", 1)[1].split()[0]
+        assert set(streams) == {"video", "audio"}
+        assert streams["video"] != streams["audio"]
+    finally:
+        await peer.close()
+        await page.close()

@@ -124,12 +124,12 @@
     state.input = pc.createDataChannel("input", { ordered: false, maxRetransmits: 0 });
     state.events = pc.createDataChannel("events", { ordered: true });
     state.events.onmessage = (event) => onEngineMessage(JSON.parse(event.data));
+    // The picture and the sound come as two streams (so the browser never holds the picture
+    // back to match the sound's buffer); the page plays both in the one <video>.
+    const shown = new MediaStream();
     pc.ontrack = (event) => {
-      if (event.track.kind === "video" || !video.srcObject) {
-        video.srcObject = event.streams[0] || new MediaStream([event.track]);
-      } else if (video.srcObject && !video.srcObject.getTracks().includes(event.track)) {
-        video.srcObject.addTrack(event.track);
-      }
+      if (!shown.getTracks().includes(event.track)) shown.addTrack(event.track);
+      if (video.srcObject !== shown) video.srcObject = shown;
       tryPlay();
     };
     pc.onconnectionstatechange = () => {
