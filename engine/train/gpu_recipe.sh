@@ -18,11 +18,14 @@
 #             (3 sampler steps) with the Error Bank in 25 % of every batch; `nobank`, the same
 #             without it (brightness_drift_no_bank); `regress`, the regressing conv model
 #             trained on its own 8-frame chains with the bank (on the CPU it had the best
-#             psnr and seams but blurred to mush). Each prints its throughput. An arm warm-
-#             starts from engine/weights/world.pt when that is a conv model of its kind.
+#             psnr and seams but blurred to mush); `critic`, the same regressor with the
+#             latent critic (--adv-weight 0.1: on the CPU 5x the sharpness at h16, at 915
+#             steps the texture was not yet the place's). Each prints its throughput. An arm
+#             warm-starts from engine/weights/world.pt when that is a conv model of its kind.
 #   measure   every arm on the CPU as soon as it is trained (engine/train/measure.py), JSON and
 #             long_play.png into OUT; OUT/gpu.csv samples utilisation and memory every 5 s
-#   ship      OUT/weights (main), OUT/nobank, OUT/regress: world.pt each (tokenizers unchanged)
+#   ship      OUT/weights (main), OUT/nobank, OUT/regress, OUT/critic: world.pt each
+#             (tokenizers unchanged)
 # Back here: compare OUT/measure_*.json with the shipped weights' measurement (MODEL.md),
 # look at the PNGs, and copy a world.pt into engine/weights only if it is better.
 set -euo pipefail
@@ -38,6 +41,7 @@ else
     runs=runs/gpu_v4 device=auto measure_threads=2 bank="--bank-every 100 --bank-rollouts 64"
 fi
 workers=${WORKERS:-$(nproc --all)}
+arms="main nobank regress critic"
 data=$runs/data logs=$runs/logs
 mkdir -p "$out" "$logs"
 stamp() { echo "[$(date +%T)] $*"; }
@@ -45,11 +49,11 @@ collect_logs() { for f in "$logs"/*.log; do echo "== $f"; tail -c 2500 "$f"; don
 ship() {  # whatever exists
     mkdir -p "$out/weights"
     [[ -f $runs/main/weights/world.pt ]] && cp "$runs/main/weights/world.pt" "$out/weights/"
-    for arm in nobank regress; do
+    for arm in ${arms#main }; do
         [[ -f $runs/$arm/weights/world.pt ]] && mkdir -p "$out/$arm" &&
             cp "$runs/$arm/weights/world.pt" "$out/$arm/"
     done
-    for arm in main nobank regress; do
+    for arm in $arms; do
         [[ -f $runs/measure_$arm/measure.json ]] &&
             cp "$runs/measure_$arm/measure.json" "$out/measure_$arm.json"
         [[ -f $runs/measure_$arm/long_play.png ]] &&
@@ -79,24 +83,25 @@ stamp "latents (shipped tokenizers)"
 $py -m engine.train latents --data "$data" --weights "$base" --out "$runs/latents" \
     --text-table "$table" --device "$device" > "$logs/latents.log" 2>&1
 
-stamp "conv generator arms side by side: main (denoiser + Error Bank), nobank, regress"
+stamp "conv generator arms side by side: $arms"
 declare -A arm_args=(
     [main]="--denoise --bank-share 0.25 --unroll 4"
     [nobank]="--denoise --bank-share 0 --unroll 4"
     [regress]="--bank-share 0.25 --unroll 8"
+    [critic]="--bank-share 0.25 --unroll 8 --adv-weight 0.1"
 )
-for arm in main nobank regress; do
+for arm in $arms; do
     # shellcheck disable=SC2086  # the arm's flags are meant to split
     $py -m engine.train conv --data "$data" --weights "$base" --out "$runs/$arm" \
         --minutes "$minutes" --batch "$batch" --threads 2 --device "$device" \
         --text-table "$table" $bank ${arm_args[$arm]} > "$logs/gen_$arm.log" 2>&1 &
 done
 waitjobs || { tail -30 "$logs"/gen_*.log; exit 1; }
-for arm in main nobank regress; do grep -h '"throughput"' "$logs/gen_$arm.log" || true; done
+for arm in $arms; do grep -h '"throughput"' "$logs/gen_$arm.log" || true; done
 ship  # the weights are out before the (CPU-only) measurements
 
 stamp "measure every arm on the CPU"
-for arm in main nobank regress; do
+for arm in $arms; do
     OMP_NUM_THREADS=$measure_threads $py -m engine.train measure --threads "$measure_threads" \
         --weights "$runs/$arm/weights" --out "$runs/measure_$arm" --episodes "$fid_episodes" \
         --long-frames "$long_frames" --text-table "$table" > "$logs/measure_$arm.log" 2>&1 &
