@@ -21,7 +21,8 @@
 #             psnr and seams but blurred to mush); `critic`, the same regressor with the
 #             latent critic (--adv-weight 0.1: on the CPU 5x the sharpness at h16, at 915
 #             steps the texture was not yet the place's). Each prints its throughput. An arm
-#             warm-starts from engine/weights/world.pt when that is a conv model of its kind.
+#             warm-starts from engine/weights/world.pt when that is a conv model of its kind;
+#             the two regressing arms start from engine/weights/candidates/conv_critic.pt.
 #   measure   every arm on the CPU as soon as it is trained (engine/train/measure.py), JSON and
 #             long_play.png into OUT; OUT/gpu.csv samples utilisation and memory every 5 s
 #   ship      OUT/weights (main), OUT/nobank, OUT/regress, OUT/critic: world.pt each
@@ -90,6 +91,13 @@ declare -A arm_args=(
     [regress]="--bank-share 0.25 --unroll 8"
     [critic]="--bank-share 0.25 --unroll 8 --adv-weight 0.1"
 )
+# The best CPU-trained conv regressor so far (MODEL.md, v4 experiments) is kept as a
+# candidate: the regressing arms start from it instead of from nothing.
+candidate=engine/weights/candidates/conv_critic.pt
+if [[ -f $candidate ]]; then
+    arm_args[regress]+=" --init $candidate"
+    arm_args[critic]+=" --init $candidate"
+fi
 for arm in $arms; do
     # shellcheck disable=SC2086  # the arm's flags are meant to split
     $py -m engine.train conv --data "$data" --weights "$base" --out "$runs/$arm" \

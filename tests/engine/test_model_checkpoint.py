@@ -44,5 +44,7 @@ def test_shipped_weights_load_without_unpickling_code():
     weights = Path(__file__).resolve().parents[2] / "engine" / "weights"
     for name in ("video_ae.pt", "audio_ae.pt", "world.pt"):
         assert isinstance(load_payload(weights / name)["config"], dict)
-    world = load_checkpoint(weights / "world.pt", WorldModel, WorldModelConfig)
-    assert world.config.refine_width == 0 and world.refine is None
+    from engine.model.world_loader import load_world_model
+
+    world = load_world_model(weights / "world.pt")  # whichever generator kind is shipped
+    assert not world.training and all(p.dtype == torch.float32 for p in world.parameters())
