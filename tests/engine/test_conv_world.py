@@ -169,8 +169,10 @@ def test_a_conv_weights_folder_plays_through_the_runtime_deterministically(tmp_p
     assert np.array_equal(a[:7], walked[:7]) and not np.array_equal(a[7:], walked[7:])
 
 
-@pytest.mark.parametrize("share", [0.0, 0.5])
-def test_training_writes_weights_and_resumes(tmp_path, share, monkeypatch):
+@pytest.fixture
+def training(tmp_path, monkeypatch):
+    """`engine.train.conv_generator` training on two small episodes (nothing encoded) with toy
+    tokenizers in `tmp_path / "base"`: (the module, that weights folder)."""
     import engine.train.conv_generator as conv
 
     eps = [episode(frames=80), episode(frames=80, seed=1)]
@@ -182,6 +184,12 @@ def test_training_writes_weights_and_resumes(tmp_path, share, monkeypatch):
     base = tmp_path / "base"
     save_checkpoint(base / "video_ae.pt", VideoAE(VideoAEConfig(stem=8, widths=(8, 8, 8))))
     save_checkpoint(base / "audio_ae.pt", AudioAE(AudioAEConfig(width=8)))
+    return conv, base
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5])
+def test_training_writes_weights_and_resumes(tmp_path, share, training):
+    conv, base = training
     cfg = ConvTrainConfig(
         weights=str(base),
         out=str(tmp_path / "run"),
@@ -297,18 +305,8 @@ def test_the_critic_scores_every_chain_step_and_pushes_the_generator():
     assert relativistic.item() < 0.5 * first
 
 
-def test_adversarial_training_checkpoints_its_critic_and_refuses_denoisers(tmp_path, monkeypatch):
-    import engine.train.conv_generator as conv
-
-    eps = [episode(frames=80), episode(frames=80, seed=1)]
-    monkeypatch.setattr(conv, "encode_dataset", lambda *a, **k: (eps, table()))
-    monkeypatch.setattr(conv, "tokenizer_fingerprint", lambda *a: "0" * 40)
-    from engine.model.audio_ae import AudioAE, AudioAEConfig
-    from engine.model.video_ae import VideoAE, VideoAEConfig
-
-    base = tmp_path / "base"
-    save_checkpoint(base / "video_ae.pt", VideoAE(VideoAEConfig(stem=8, widths=(8, 8, 8))))
-    save_checkpoint(base / "audio_ae.pt", AudioAE(AudioAEConfig(width=8)))
+def test_adversarial_training_checkpoints_its_critic_and_refuses_denoisers(tmp_path, training):
+    conv, base = training
     cfg = ConvTrainConfig(
         weights=str(base),
         out=str(tmp_path / "run"),
