@@ -8,11 +8,8 @@ import torch
 from engine.eval.classifiers import (
     AUDIO_CONTEXT,
     AUDIO_EVENTS,
-    DETECTOR_HEADS,
+    DETECTORS,
     OBJECT_HEADS,
-    SMALL_HEADS,
-    SMALL_READS,
-    SMALL_STEM,
     STATE_HEADS,
     AudioJudge,
     InverseDynamics,
@@ -73,9 +70,9 @@ def test_object_judge_is_a_detector():
     x = torch.zeros(2, 3, 128, 128)
     x[0, :, 40:56, 40:48] = 1.0
     x[1, :, 72:88, 88:96] = 1.0
-    for stem in ("coarse", "fine"):
+    for stem, norm in (("coarse", False), ("fine", False), ("fine", True)):
         torch.manual_seed(0)
-        judge = ObjectJudge(stem=stem).eval()
+        judge = ObjectJudge(stem=stem, norm=norm).eval()
         with torch.no_grad():
             out = judge(x)
             assert out.shape == (2, len(OBJECT_HEADS))
@@ -84,43 +81,44 @@ def test_object_judge_is_a_detector():
             assert torch.allclose(out[0], out[1], atol=1e-5)
 
 
-def test_read_state_takes_in_view_heads_from_the_detector(tmp_path):
-    """DETECTOR_HEADS come from the detector, every other head from the state judge; the
-    detector survives saving and loading."""
+def _answering(spec_index: int, yes: set[str]) -> ObjectJudge:
+    """DETECTORS[spec_index] with zero weights: "in view" for the heads in `yes`, else not."""
+    judge = ObjectJudge.of(DETECTORS[spec_index])
+    for p in judge.parameters():
+        torch.nn.init.zeros_(p)
+    judge.net[-1].bias.data[:] = torch.tensor([1.0 if k in yes else -1.0 for k in judge.heads])
+    return judge.eval()
+
+
+def test_read_state_takes_in_view_heads_from_the_detectors(tmp_path):
+    """Each detector answers for its `reads` (a later one's answer wins), every other head
+    comes from the state judge; the detectors and their configs survive saving and loading."""
+    reads = [set(spec.reads) for spec in DETECTORS]
+    assert {"crystal_in_view", "statue_in_view"} <= set().union(*reads) <= set(OBJECT_HEADS)
+    assert all(set(spec.reads) <= set(spec.heads) for spec in DETECTORS)
     torch.manual_seed(0)
     state = StateJudge().eval()
-    judges = Judges(state, MoodJudge(), InverseDynamics(), AudioJudge(), ObjectJudge())
-    judges.audio(torch.zeros(1, 800))
-    for p in judges.objects.parameters():  # type: ignore[union-attr]
-        torch.nn.init.zeros_(p)
-    last = judges.objects.net[-1]  # type: ignore[union-attr]
-    last.bias.data[:] = torch.tensor(
-        [1.0 if k == "crystal_in_view" else -1.0 for k in OBJECT_HEADS]
-    )
+    alone = Judges(state, MoodJudge(), InverseDynamics(), AudioJudge())
+    alone.audio(torch.zeros(1, 800))
     frames = np.random.default_rng(0).integers(0, 256, (3, 128, 128, 3)).astype(np.uint8)
+    by_state = alone.read_state(frames)
+    # The coarse detector says "yes" to everything it was trained on, statue included; the
+    # statue's own detector, read after it, says "no".
+    detectors = (_answering(0, set(OBJECT_HEADS)), _answering(1, set()), _answering(2, set()))
+    judges = Judges(state, alone.mood, alone.idm, alone.audio, detectors)
     read = judges.read_state(frames)
-    alone = Judges(state, judges.mood, judges.idm, judges.audio).read_state(frames)
     assert set(read) == set(STATE_HEADS)
-    assert "crystal_in_view" in DETECTOR_HEADS and set(DETECTOR_HEADS) <= set(OBJECT_HEADS)
     for k in STATE_HEADS:
-        if k in DETECTOR_HEADS:
-            assert read[k].tolist() == ([1, 1, 1] if k == "crystal_in_view" else [0, 0, 0])
+        if k in reads[0] - reads[1] - reads[2]:
+            assert read[k].tolist() == [1, 1, 1], k
+        elif k in reads[1] | reads[2]:
+            assert read[k].tolist() == [0, 0, 0], k
         else:
-            assert read[k].tolist() == alone[k].tolist()
-    small = ObjectJudge(SMALL_HEADS, SMALL_READS, stem=SMALL_STEM)
-    for p in small.parameters():
-        torch.nn.init.zeros_(p)
-    small.net[-1].bias.data[:] = torch.tensor(
-        [-1.0 if k in SMALL_READS else 1.0 for k in SMALL_HEADS]
-    )
-    judges.small = small.eval()  # reads only SMALL_READS (here: always "no")
-    read = judges.read_state(frames)
-    for k in SMALL_READS:
-        assert read[k].tolist() == [0, 0, 0]
-    assert read["statue_in_view"].tolist() == alone["statue_in_view"].tolist()  # not its read
+            assert read[k].tolist() == by_state[k].tolist(), k
     save_judges(tmp_path / "j.pt", judges)
     again = load_judges(tmp_path / "j.pt")
-    assert again.objects is not None and again.small is not None
+    assert [d.config for d in again.detectors] == [d.config for d in detectors]
+    assert again.detectors[2].config["norm"] and not again.detectors[1].config["norm"]
     for k, v in again.read_state(frames).items():
         assert v.tolist() == read[k].tolist()
 
@@ -134,7 +132,7 @@ def test_train_judges_runs_end_to_end_on_a_tiny_data_set():
     episode = np.repeat(np.arange(len(parts), dtype=np.int32), 12)
     data = JudgeData(rgb, audio, labels, view, episode, episode == 4)
     judges = train_judges(data, steps=3, log=lambda _: None)
-    assert judges.objects is not None
+    assert len(judges.detectors) == len(DETECTORS)
     expected = {f"state_{k}" for k in STATE_HEADS} | {"mood", "inverse_dynamics"}
     assert expected | {f"audio_{a}" for a in AUDIO_EVENTS} == set(judges.accuracy)
     heard = judges.read_audio(audio[:12])
