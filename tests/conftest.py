@@ -68,3 +68,23 @@ def _fresh_channel_layer():
     to a different event loop". Tests run one event loop each; the server runs one for its life."""
     yield
     channel_layers.backends.clear()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, and before it is dropped, no session left on it.
+
+    Under PostgreSQL the backends of server and worker processes a test killed close a moment
+    after their process exits, and threads that ran ORM calls for async tests keep theirs: the
+    drop then failed ("being accessed by other users") and left `test_<name>` behind."""
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+        connection.close()
