@@ -217,6 +217,11 @@ JITTER_BUFFER = """async () => {
 }"""
 
 
+def _mean_ms(seconds: float, count: float) -> float | None:
+    """Milliseconds per item of a total in seconds over `count` items (None: no items)."""
+    return round(1000 * seconds / count, 1) if count else None
+
+
 def _measure(
     server_pid: int,
     players: list,
@@ -293,10 +298,8 @@ def _measure(
         "frame_late_ms_p50": _percentile(late, 50),  # the median second's latest frame
         # How long the page's frames waited in its jitter buffer on average (it grows with the
         # jitter of their arrival: packets that come unevenly are held back to play evenly).
-        "jitter_buffer_ms": round(1000 * buffered[0] / buffered[1], 1) if buffered[1] else None,
-        "audio_jitter_buffer_ms": (
-            round(1000 * buffered[2] / buffered[3], 1) if buffered[3] else None
-        ),
+        "jitter_buffer_ms": _mean_ms(buffered[0], buffered[1]),
+        "audio_jitter_buffer_ms": _mean_ms(buffered[2], buffered[3]),
         "sentences_typed": sentences * len(players),
         "cpu_machine_percent": round(100.0 * (total - idle) / total, 1) if total else None,
         "cpu_server_cores": round((server_after - server_before) / elapsed, 2),
@@ -454,14 +457,14 @@ def run_room(
         "cpu_browsers_cores_alone": alone["cpu_browsers_cores"],
         "cpu_browsers_cores": watched["cpu_browsers_cores"],
         "cpu_whep_viewers_cores": watched["cpu_whep_viewers_cores"] if whep else None,
-        # The latest frame of each second, from the start of its turn to ready (the engine's
-        # heartbeat): whether the audience slows generation itself.
         "frame_gap_ms_p95_alone": alone["frame_gap_ms_p95"],
         "frame_gap_ms_p95": watched["frame_gap_ms_p95"],
         "jitter_buffer_ms_alone": alone["jitter_buffer_ms"],
         "jitter_buffer_ms": watched["jitter_buffer_ms"],
         "audio_jitter_buffer_ms_alone": alone["audio_jitter_buffer_ms"],
         "audio_jitter_buffer_ms": watched["audio_jitter_buffer_ms"],
+        # The latest frame of each second, from the start of its turn to ready (the engine's
+        # heartbeat): whether the audience slows generation itself.
         "frame_late_ms_p50_alone": alone["frame_late_ms_p50"],
         "frame_late_ms_p50": watched["frame_late_ms_p50"],
         "frame_late_ms_max_alone": alone["frame_late_ms_max"],

@@ -517,14 +517,18 @@ class Judges:
     @torch.inference_mode()
     def read_state(self, frames: np.ndarray, batch: int = 128) -> dict[str, np.ndarray]:
         """Predicted class index per state head, (N,) each."""
-        parts = [self.state(to_input(frames[i : i + batch])) for i in range(0, len(frames), batch)]
+        parts: list[dict[str, torch.Tensor]] = []
+        seen: list[list[torch.Tensor]] = [[] for _ in self.detectors]
+        for i in range(0, len(frames), batch):
+            x = to_input(frames[i : i + batch])  # once for the state judge and every detector
+            parts.append(self.state(x))
+            for found, det in zip(seen, self.detectors, strict=True):
+                found.append(det(x))
         out = {k: torch.cat([p[k] for p in parts]).argmax(1).numpy() for k in STATE_HEADS}
-        for det in self.detectors:
-            seen = torch.cat(
-                [det(to_input(frames[i : i + batch])) for i in range(0, len(frames), batch)]
-            )
+        for found, det in zip(seen, self.detectors, strict=True):
+            logits = torch.cat(found)
             for k in det.reads:
-                out[k] = (seen[:, det.heads.index(k)] > 0).numpy().astype(np.int64)
+                out[k] = (logits[:, det.heads.index(k)] > 0).numpy().astype(np.int64)
         return out
 
     @torch.inference_mode()

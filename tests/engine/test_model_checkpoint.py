@@ -7,6 +7,7 @@ import torch
 from engine.model.checkpoint import load_checkpoint, save_checkpoint
 from engine.model.video_ae import VideoAE, VideoAEConfig
 from engine.model.world import WorldModel, WorldModelConfig
+from engine.model.world_loader import load_world_model
 
 
 def test_round_trip_rebuilds_config_and_weights(tmp_path):
@@ -44,7 +45,5 @@ def test_shipped_weights_load_without_unpickling_code():
     weights = Path(__file__).resolve().parents[2] / "engine" / "weights"
     for name in ("video_ae.pt", "audio_ae.pt", "world.pt"):
         assert isinstance(load_payload(weights / name)["config"], dict)
-    from engine.model.world_loader import load_world_model
-
     world = load_world_model(weights / "world.pt")  # whichever generator kind is shipped
     assert not world.training and all(p.dtype == torch.float32 for p in world.parameters())
