@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--themes", nargs="+", choices=THEME_NAMES, default=None)
     g.add_argument("--prompt-rate", type=float, default=None,
                    help="sentences the agent types per frame (default 1/70: one every 3.5 s)")
+    g.add_argument("--image-rate", type=float, default=None,
+                   help="share of episodes in which a reference image arrives mid-way "
+                        "(default 0.1)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     s = sub.add_parser("stats", help="report a dataset's size and label distributions")
     s.add_argument("--root", type=Path, default=Path("data/sim"))
@@ -37,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
                                 args.episodes_per_shard, args.seed,
                                 tuple(args.themes) if args.themes else None,
                                 **({"prompt_rate": args.prompt_rate}
-                                   if args.prompt_rate is not None else {}))
+                                   if args.prompt_rate is not None else {}),
+                                **({"image_rate": args.image_rate}
+                                   if args.image_rate is not None else {}))
         try:
             result = generate(args.out, config, args.workers, progress=not args.quiet)
         except ManifestMismatch as exc:

@@ -27,6 +27,7 @@ PROMPT_WEIGHTS: dict[str, float] = {
     "companion_golden": 1, "companion_azure": 1, "companion_default": 0.5,
 }
 DEFAULT_PROMPT_RATE = 1 / 70  # prompts per frame (about one every 3.5 s)
+DEFAULT_IMAGE_RATE = 0.1  # share of episodes in which a reference image arrives mid-way
 _EVENTS = tuple(PROMPT_WEIGHTS)
 _P = np.asarray([PROMPT_WEIGHTS[e] for e in _EVENTS]) / sum(PROMPT_WEIGHTS.values())
 

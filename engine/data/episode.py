@@ -12,7 +12,7 @@ from engine.sim.script import EpisodeScript, parse_script
 from engine.sim.themes import THEME_NAMES
 from engine.sim.world import SimFrame, SimWorld, WorldSpec
 
-from .agent import DEFAULT_PROMPT_RATE, RandomAgent, plan_episode
+from .agent import DEFAULT_IMAGE_RATE, DEFAULT_PROMPT_RATE, RandomAgent, plan_episode
 
 
 @dataclass
@@ -24,13 +24,16 @@ class PlayedFrame:
 
 def play_episode(seed: int, frames: int, resolution: int,
                  themes: tuple[str, ...] | None = None,
-                 prompt_rate: float = DEFAULT_PROMPT_RATE) -> Iterator[PlayedFrame | EpisodeScript]:
-    """Yield each PlayedFrame, then finally the EpisodeScript that replays the episode exactly."""
+                 prompt_rate: float = DEFAULT_PROMPT_RATE,
+                 image_rate: float = DEFAULT_IMAGE_RATE) -> Iterator[PlayedFrame | EpisodeScript]:
+    """Yield each PlayedFrame, then finally the EpisodeScript that replays the episode exactly.
+    In an `image_rate` share of episodes a reference image with a random palette arrives at a
+    random frame of the last two thirds (the world recolours there)."""
     plan = plan_episode(seed, frames, themes or THEME_NAMES)
     world = SimWorld(WorldSpec(seed, plan.theme, resolution, plan.reference_image))
     agent = RandomAgent(np.random.default_rng([seed, 2]), prompt_rate=prompt_rate)
     rng = np.random.default_rng([seed, 3])
-    image_t = int(rng.integers(frames // 3, frames)) if rng.random() < 0.1 else -1
+    image_t = int(rng.integers(frames // 3, frames)) if rng.random() < image_rate else -1
     image_inputs: list[dict[str, Any]] = []
     labels = None
     for t in range(frames):

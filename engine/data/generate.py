@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .agent import DEFAULT_PROMPT_RATE
+from .agent import DEFAULT_IMAGE_RATE, DEFAULT_PROMPT_RATE
 from .layout import MANIFEST, TMP_SUFFIX, finished_shards, shard_name
 from .shards import write_shard
 
@@ -26,6 +26,7 @@ class GenerateConfig:
     base_seed: int = 0
     themes: tuple[str, ...] | None = None  # None: every theme
     prompt_rate: float = DEFAULT_PROMPT_RATE  # sentences the agent types per frame
+    image_rate: float = DEFAULT_IMAGE_RATE  # episodes where a reference image arrives mid-way
 
     @property
     def shards(self) -> int:
@@ -45,7 +46,7 @@ def _write(args: tuple[Path, int, GenerateConfig]) -> int:
     root, index, config = args
     seeds = config.shard_seeds(index)
     write_shard(root, index, seeds, config.frames, config.resolution, config.themes,
-                config.prompt_rate)
+                config.prompt_rate, config.image_rate)
     return len(seeds)
 
 
@@ -57,7 +58,8 @@ def generate(root: Path, config: GenerateConfig, workers: int = 1,
     manifest_path = root / MANIFEST
     if manifest_path.exists():
         existing = json.loads(manifest_path.read_text())
-        existing.setdefault("prompt_rate", DEFAULT_PROMPT_RATE)  # folders made before the option
+        existing.setdefault("prompt_rate", DEFAULT_PROMPT_RATE)  # folders made before the options
+        existing.setdefault("image_rate", DEFAULT_IMAGE_RATE)
         if existing != manifest:
             raise ManifestMismatch(
                 f"{root} was generated with {existing}; refusing to mix in {manifest}")

@@ -16,14 +16,15 @@ from engine.sim.prompts import resolve
 from engine.sim.reference import REFERENCE_SIZE
 from engine.sim.script import EpisodeScript
 
-from .agent import DEFAULT_PROMPT_RATE
+from .agent import DEFAULT_IMAGE_RATE, DEFAULT_PROMPT_RATE
 from .episode import PlayedFrame, play_episode
 from .layout import TMP_SUFFIX, shard_name
 
 
 def write_shard(root: Path, index: int, seeds: list[int], frames: int, resolution: int,
                 themes: tuple[str, ...] | None = None,
-                prompt_rate: float = DEFAULT_PROMPT_RATE) -> Path:
+                prompt_rate: float = DEFAULT_PROMPT_RATE,
+                image_rate: float = DEFAULT_IMAGE_RATE) -> Path:
     final = root / shard_name(index)
     tmp = root / (shard_name(index) + TMP_SUFFIX)
     if tmp.exists():
@@ -38,7 +39,7 @@ def write_shard(root: Path, index: int, seeds: list[int], frames: int, resolutio
     row = 0
     for seed in seeds:
         first = row
-        for item in play_episode(seed, frames, resolution, themes, prompt_rate):
+        for item in play_episode(seed, frames, resolution, themes, prompt_rate, image_rate):
             if isinstance(item, EpisodeScript):
                 episodes.append({"seed": seed, "theme": item.theme, "row": first,
                                  "frames": frames, "script": item.to_json()})

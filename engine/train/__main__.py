@@ -152,6 +152,23 @@ def main(argv: list[str] | None = None) -> int:
         "--width-low", type=int, default=None, help="conv: channels at 8x8 and 4x4 (new model)"
     )
     parser.add_argument(
+        "--critic-warmup",
+        type=int,
+        default=None,
+        help="conv: first steps in which only the latent critic learns",
+    )
+    parser.add_argument(
+        "--init-critic",
+        default=None,
+        help="conv: a critic.pt (written beside a run's weights) to start from",
+    )
+    parser.add_argument(
+        "--image-share",
+        type=float,
+        default=None,
+        help="conv: share of each batch in which a reference image arrives (recolouring)",
+    )
+    parser.add_argument(
         "--refine-width",
         type=int,
         default=None,
@@ -300,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
             "bank_every": args.bank_every,
             "bank_rollouts": args.bank_rollouts,
             "adv_weight": args.adv_weight,
+            "critic_warmup": args.critic_warmup,
+            "init_critic": args.init_critic,
+            "image_share": args.image_share,
             "threads": args.threads,
         }
         path = train_conv(ConvTrainConfig(**{k: v for k, v in fields.items() if v is not None}))

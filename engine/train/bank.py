@@ -19,6 +19,13 @@ from .latents import LatentEpisode
 MAX_TEXT_MEMORY = 4  # sentences a frame remembers (the runtime keeps the same number)
 
 
+def image_arrival(labels: np.ndarray) -> int:
+    """The frame an episode's reference image (the one in effect at its end) arrived: the
+    last image event, 0 when it came with the world at the start."""
+    events = np.nonzero(labels["image_event"])[0]
+    return int(events[-1]) if len(events) else 0
+
+
 @dataclass
 class LatentBank:
     video: torch.Tensor  # (N, C, S, S) float16 normalised latents
@@ -31,6 +38,7 @@ class LatentBank:
     theme: torch.Tensor  # (E,)
     image: torch.Tensor  # (E, image_dim) pooled reference latent (zeros if none)
     has_image: torch.Tensor  # (E,) bool
+    image_from: torch.Tensor  # (E,) the frame that image arrived (0: from the start)
     lengths: torch.Tensor  # (E,)
 
     @classmethod
@@ -61,10 +69,12 @@ class LatentBank:
                 memory_rows[first : first + length] = torch.from_numpy(mem)
         image = torch.zeros(len(episodes), image_dim)
         has_image = torch.zeros(len(episodes), dtype=torch.bool)
+        image_from = torch.zeros(len(episodes), dtype=torch.long)
         for e, ep in enumerate(episodes):
             if ep.image is not None:
                 image[e] = ep.image.float().cpu()
                 has_image[e] = True
+                image_from[e] = image_arrival(ep.labels)
         bank = cls(
             video=torch.cat([ep.video.half() for ep in episodes]),
             audio=torch.cat([ep.audio.float() for ep in episodes]),
@@ -76,6 +86,7 @@ class LatentBank:
             theme=torch.tensor([ep.theme for ep in episodes]),
             image=image,
             has_image=has_image,
+            image_from=image_from,
             lengths=torch.tensor([len(ep.video) for ep in episodes]),
         )
         return bank.to(device)
@@ -106,9 +117,26 @@ class LatentBank:
         opening = (torch.rand(n, generator=generator) < first_frame_share).to(pick.device)
         return torch.where(opening, pick - self.local[pick], pick)
 
+    def image_event_starts(self, window: int, first: int) -> torch.Tensor:
+        """Starts of every `window`-frame window in which a reference image arrives at a
+        position >= `first` (a predicted frame, not the history): the frames that show a
+        model how a picture recolours the world."""
+        cache = self.__dict__.setdefault("_image_starts", {})
+        if (window, first) not in cache:
+            event = self.image_from[self.episode]
+            arrives = self.has_image[self.episode] & (event > 0)
+            offset = event - self.local  # where in a window starting here the image arrives
+            fits = self.local + window <= self.lengths[self.episode]
+            cache[(window, first)] = torch.nonzero(
+                arrives & fits & (offset >= first) & (offset < window)
+            ).flatten()
+        return cache[(window, first)]
+
     def windows(self, starts: torch.Tensor, window: int) -> dict[str, torch.Tensor]:
         """Stacked windows: video/prev (B, T, C, S, S) float, audio, inputs, text, frame (local
-        index), and the memory at the window's last frame (theme, image, last sentences)."""
+        index), and the memory at the window's last frame (theme, image, last sentences). The
+        reference image counts from the frame it arrived: `frame_has_image` (B, T) per frame,
+        `has_image` at the window's last frame."""
         rows = starts[:, None] + torch.arange(window, device=starts.device)
         video = self.video[rows].float()
         before = self.video[(starts - 1).clamp(min=0)].float()
@@ -117,6 +145,7 @@ class LatentBank:
         )
         prev = torch.cat([before[:, None], video[:, :-1]], dim=1)
         episode = self.episode[starts]
+        image_seen = self.local[rows] >= self.image_from[episode][:, None]
         mem_rows = self.memory_rows[rows[:, -1]]
         mem_valid = mem_rows >= 0
         safe = mem_rows.clamp(min=0)
@@ -129,7 +158,8 @@ class LatentBank:
             "frame": self.local[rows],
             "theme": self.theme[episode],
             "image": self.image[episode],
-            "has_image": self.has_image[episode],
+            "has_image": self.has_image[episode] & image_seen[:, -1],
+            "frame_has_image": self.has_image[episode][:, None] & image_seen,
             "mem_text": self.text[safe] * mem_valid[..., None],
             "mem_arrival": torch.where(mem_valid, self.local[safe], 0),
             "mem_valid": mem_valid,

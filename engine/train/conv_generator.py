@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from engine.model.checkpoint import atomic_save, load_payload
 from engine.model.conv_world import Conditioning, ConvWorldConfig, ConvWorldModel, sample_frame
 from engine.model.world_loader import load_world_model
 
@@ -74,6 +75,11 @@ class ConvTrainConfig:
     # > 0: a latent critic scores every predicted frame against the true one (regressors only)
     adv_weight: float = 0.0
     adv_gamma: float = 1.0  # R1 + R2 penalty weight of the critic
+    critic_warmup: int = 0  # first steps of a run in which only the critic learns (a fresh
+    # critic against a warm-started generator would otherwise push it with noise)
+    init_critic: str | None = None  # a critic.pt (written beside a run's weights) to start from
+    image_share: float = 0.0  # share of every batch whose predicted frames see a reference
+    # image arrive (the world recolours; rare in the data otherwise)
     # The shape of a new model (warm starts keep their own); a denoiser's sampler_steps is
     # its Euler steps per frame, in the Error Bank's rollouts and at run time.
     model: ConvWorldConfig = field(default_factory=ConvWorldConfig)
@@ -139,7 +145,7 @@ def frame_conditioning(w: dict[str, torch.Tensor], t: int, noise: torch.Tensor) 
         memory_age=w["frame_mem_age"][:, t],
         memory_valid=w["frame_mem_valid"][:, t],
         theme=w["theme"],
-        image=w["image"] * w["has_image"][:, None],
+        image=w["image"] * w["frame_has_image"][:, t, None],
         noise=noise,
     )
 
@@ -328,9 +334,36 @@ def adversarial_parts(
         return None, None, {}
     if model.config.denoise:
         raise ValueError("the adversarial loss is for regressing models (drop --denoise)")
-    critic = LatentCritic(model.config.latent_channels).to(device).train()
+    critic = LatentCritic(model.config.latent_channels)
+    if cfg.init_critic is not None:
+        critic.load_state_dict(load_payload(cfg.init_critic)["critic"])
+    critic = critic.float().to(device).train()
     critic_opt = torch.optim.AdamW(critic.parameters(), lr=cfg.lr / 2, betas=(0.5, 0.9))
     return critic, critic_opt, {"critic": critic, "critic_opt": critic_opt}
+
+
+def with_image_windows(
+    starts: torch.Tensor,
+    bank: LatentBank,
+    cfg: ConvTrainConfig,
+    window: int,
+    context: int,
+    gen: torch.Generator,
+) -> torch.Tensor:
+    """`starts` with its first `image_share` replaced by windows in which a reference image
+    arrives among the predicted frames (none if the data has no such arrival)."""
+    pool = bank.image_event_starts(window, context)
+    n = int(round(cfg.image_share * len(starts)))
+    if n == 0 or len(pool) == 0:
+        return starts
+    pick = pool[torch.randint(len(pool), (n,), generator=gen).to(pool.device)]
+    return torch.cat([pick, starts[n:]])
+
+
+def save_critic(critic: LatentCritic, path: Path) -> None:
+    """The critic's weights in fp16 (under 1 MB), so a candidate generator can be continued
+    against the critic it was trained with (`--init-critic`)."""
+    atomic_save({"critic": {k: v.half() for k, v in critic.state_dict().items()}}, path)
 
 
 def train_conv(cfg: ConvTrainConfig) -> Path:
@@ -372,6 +405,7 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
         if cfg.bank_share > 0 and step % cfg.bank_every == 0:
             errors = errors.add(collect_histories(model, bank, cfg, gen), cfg.bank_size)
         starts = bank.sample(cfg.batch, window, gen, first_frame_share=0.0)
+        starts = with_image_windows(starts, bank, cfg, window, model.config.context, gen)
         history = None
         n_bad = int(round(cfg.bank_share * cfg.batch)) if len(errors.row) else 0
         if n_bad:
@@ -388,7 +422,8 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
         w = conv_windows(bank, starts, window)
         loss_of = denoise_loss if model.config.denoise else unrolled_loss
         losses = loss_of(model, w, cfg, gen, history, critic)
-        optimizer_step(opt, losses.loss, clip=model.parameters())
+        if step >= cfg.critic_warmup or critic is None:
+            optimizer_step(opt, losses.loss, clip=model.parameters())
         figures = {"video": losses.video.item(), "audio": losses.audio.item()}
         if critic is not None and losses.pairs is not None:
             assert critic_opt is not None and losses.adversarial is not None
@@ -413,6 +448,8 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
             shown = ("video", "audio") + (("generator_adv", "critic") if critic else ())
             line_plot(out / "loss.png", log.series(*shown), "conv world: unrolled loss")
             write_weights(cfg, out, world=model, step=step)
+            if critic is not None:
+                save_critic(critic, out / "weights" / "critic.pt")
     bar.close()
     speed.report()
     return write_weights(cfg, out, world=model, step=step)

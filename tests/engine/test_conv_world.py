@@ -331,3 +331,59 @@ def test_adversarial_training_checkpoints_its_critic_and_refuses_denoisers(tmp_p
     )
     with pytest.raises(ValueError, match="regressing models"):
         conv.train_conv(denoiser)
+
+
+def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    pairs = zip(a.state_dict().values(), b.state_dict().values(), strict=True)
+    return all(torch.equal(x, y) for x, y in pairs)
+
+
+def test_a_critic_warmup_holds_the_generator_and_the_critic_travels_with_the_weights(
+    tmp_path, training
+):
+    conv, base = training
+    cfg = ConvTrainConfig(
+        weights=str(base),
+        out=str(tmp_path / "warm"),
+        steps=2,
+        minutes=None,
+        batch=2,
+        unroll=2,
+        model=ConvWorldConfig(width=16, width_low=16, context=3),
+        adv_weight=0.1,
+        critic_warmup=2,
+        checkpoint_every=2,
+    )
+    dest = conv.train_conv(cfg)
+    held = load_world_model(dest / "world.pt")
+    torch.manual_seed(cfg.seed)  # the run's new model, as it was before its first step
+    fresh = ConvWorldModel(cfg.model).half().float()
+    assert same_weights(held, fresh)  # two steps of warm-up: only the critic learnt
+    critic_file = dest / "critic.pt"
+    saved = torch.load(critic_file, weights_only=True)["critic"]
+    assert all(v.dtype == torch.float16 for v in saved.values() if v.is_floating_point())
+    trained = dataclasses.replace(
+        cfg,
+        out=str(tmp_path / "next"),
+        init=str(dest / "world.pt"),
+        init_critic=str(critic_file),
+        critic_warmup=0,
+    )
+    moved = load_world_model(conv.train_conv(trained) / "world.pt")
+    assert not same_weights(held, moved)
+
+
+def test_image_windows_replace_the_first_share_of_a_batch():
+    from engine.train.conv_generator import with_image_windows
+
+    late = episode(frames=30, seed=1, image=True)
+    late.labels["image_event"][12] = True
+    bank = LatentBank.build([episode(frames=30), late], table())
+    starts = torch.zeros(8, dtype=torch.long)
+    cfg = ConvTrainConfig(image_share=0.5)
+    mixed = with_image_windows(starts, bank, cfg, window=6, context=3, gen=torch.Generator())
+    arrival = 30 + 12
+    assert all(0 <= arrival - int(s) - 3 < 3 for s in mixed[:4])  # a predicted frame sees it
+    assert mixed[4:].tolist() == [0] * 4
+    plain = bank.windows(mixed[:1], 6)
+    assert plain["frame_has_image"][0].any() and not plain["frame_has_image"][0, 0]

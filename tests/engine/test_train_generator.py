@@ -70,6 +70,23 @@ def test_windows_stay_inside_episodes_and_carry_fresh_text():
     assert w["has_image"].tolist() == [False, True]
 
 
+def test_a_reference_image_counts_from_the_frame_it_arrived():
+    late = episode(frames=20, seed=2, image=True)
+    late.labels["image_event"][9] = True  # the picture arrived at frame 9, not with the world
+    bank = LatentBank.build([episode(image=True), late], table())
+    assert bank.image_from.tolist() == [0, 9]
+    w = bank.windows(torch.tensor([0, 20 + 6]), 6)  # [0, 6) of the first; [6, 12) of the late
+    assert w["frame_has_image"][0].all() and w["has_image"][0]
+    assert w["frame_has_image"][1].tolist() == [False] * 3 + [True] * 3
+    assert w["has_image"][1]  # at the window's last frame
+    before = bank.windows(torch.tensor([20 + 2]), 6)  # [2, 8): the picture has not come yet
+    assert not before["frame_has_image"].any() and not before["has_image"].any()
+    # windows whose predicted frames (positions >= 4 of 6) see the picture arrive
+    starts = bank.image_event_starts(6, first=4)
+    assert sorted((starts - 20).tolist()) == [4, 5]
+    assert len(bank.image_event_starts(6, first=6)) == 0
+
+
 def test_own_context_predicts_every_frame_without_gradients():
     torch.manual_seed(0)
     model = small_model()
