@@ -115,6 +115,12 @@ class ModelPlayer:
         self.prime(session, ep, at)
         return session
 
+    def open(self, ep: SimEpisode, seed: int = 0):
+        """A session started as the product starts one, nothing primed: from its theme's
+        opening keyframes, with the episode's reference image (if any) given at the start."""
+        spec = {"seed": seed, "theme": ep.spec.theme, "reference_image": ep.spec.reference_image}
+        return self.world.start(spec)
+
     def prime(self, session, ep: SimEpisode, at: int) -> None:
         lo = max(0, at - PRIME_FRAMES)
         session.prime(ep.frames[lo:at], ep.audio[lo:at])

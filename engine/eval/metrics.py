@@ -270,3 +270,52 @@ def loop_closure_summary(cases: list[dict]) -> dict:
             mean["turned"] >= 0.9 and mean["mse_closed"] <= mean["mse_halfway_frozen"]
         ),
     }
+
+
+def band_mean(frames: np.ndarray, rows: tuple[float, float]) -> np.ndarray:
+    """Mean colour (3,) of the rows [lo * H, hi * H) of frames (N, H, W, 3), in their units."""
+    height = frames.shape[1]
+    lo, hi = int(rows[0] * height), max(int(rows[1] * height), int(rows[0] * height) + 1)
+    return np.asarray(frames[:, lo:hi], np.float64).reshape(-1, 3).mean(axis=0)
+
+
+def move_fraction(moved: np.ndarray, base: np.ndarray, target: np.ndarray) -> float:
+    """How far `moved` went from `base` toward `target`: the projection of the change onto the
+    line from base to target, as a fraction of that line (1 = all the way, 0 = no change,
+    negative = away); nan when base already is the target."""
+    base = np.asarray(base, np.float64)
+    change = np.asarray(moved, np.float64) - base
+    line = np.asarray(target, np.float64) - base
+    length2 = float(np.dot(line, line))
+    return float(np.dot(change, line) / length2) if length2 > 1e-9 else float("nan")
+
+
+def reference_recolour_summary(model: list[dict[str, float]], sim: list[dict[str, float]]) -> dict:
+    """Medians over cases x bands of the per-case, per-band move fractions of the model and of
+    the simulator under the same inputs, their ratio (model / simulator, None unless the
+    simulator moved), per-band medians and intervals bootstrapped over cases (at least one)."""
+    bands = list(model[0])
+    gen = np.array([[case[b] for b in bands] for case in model], np.float64)
+    ref = np.array([[case[b] for b in bands] for case in sim], np.float64)
+
+    def median(values: np.ndarray) -> float:
+        present = values[np.isfinite(values)]
+        return float(np.median(present)) if present.size else float("nan")
+
+    def ratio(rows: np.ndarray) -> float:
+        s = median(ref[rows])
+        return median(gen[rows]) / s if s > 0 else float("nan")
+
+    rows = np.arange(len(gen))
+    r = ratio(rows)
+    return {
+        "reference_recolour": median(gen),
+        "reference_recolour_ci": bootstrap_ci(rows, lambda i: median(gen[i])),
+        "reference_recolour_sim": median(ref),
+        "reference_recolour_sim_ci": bootstrap_ci(rows, lambda i: median(ref[i])),
+        "reference_recolour_ratio": r if np.isfinite(r) else None,
+        "reference_recolour_ratio_ci": bootstrap_ci(rows, ratio) if np.isfinite(r) else None,
+        "reference_recolour_by_band": {b: median(gen[:, j]) for j, b in enumerate(bands)},
+        "reference_recolour_sim_by_band": {b: median(ref[:, j]) for j, b in enumerate(bands)},
+        "reference_recolour_cases": len(gen),
+    }

@@ -8,22 +8,27 @@
   clearest look a player gets on the way back; the first readable frame often showed 4 pixels).
 - Turn: an exact 2 pi turn in place (104 frames of LEFT, then the remainder as a yaw delta).
 - Walk: 2,000 frames of walking play (forward, turning away from what blocks the way).
+- Reference image: 80 frames of that walking play in one world per theme, once with a
+  reference palette given at the start and once without; how far the sky and ground bands of
+  the picture move toward the palette's colours (two palettes per theme share the control).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from engine.data.agent import random_palette
 from engine.data.layout import HELDOUT_SEED_BASE
 from engine.sim import FrameInputs, WorldSpec
 from engine.sim.constants import CREATURE_MOODS, KEY_BITS
 from engine.sim.prompts import EVENT_NAMES, heldout_paraphrases, resolve, sample_training_text
-from engine.sim.themes import THEME_NAMES
+from engine.sim.themes import THEME_NAMES, get_theme
 from engine.sim.visibility import rainbow_heading
 from engine.sim.world import TURN_RATE
 
+from . import metrics as M
 from .classifiers import STATE_HEADS, mood_targets
 from .episodes import PRIME_FRAMES, Recorder, SimEpisode
 from .judge_data import heading_to, turn_toward
@@ -197,8 +202,13 @@ def turn_episode(index: int) -> SimEpisode:
 def walk_episode(index: int, frames: int = 2000) -> SimEpisode:
     """Walking play: forward, a gentle drift of heading, turning away when blocked."""
     seed = HELDOUT_SEED_BASE + 800 + index
-    rec = Recorder(WorldSpec(seed, THEME_NAMES[index % len(THEME_NAMES)]))
-    rng = np.random.default_rng(seed)
+    return walking_play(WorldSpec(seed, THEME_NAMES[index % len(THEME_NAMES)]), frames)
+
+
+def walking_play(spec: WorldSpec, frames: int) -> SimEpisode:
+    """`frames` of the walk in `spec`'s world (its drift drawn from the world's seed)."""
+    rec = Recorder(spec)
+    rng = np.random.default_rng(spec.seed)
     turning, drift = 0, 0.0
     for _ in range(frames):
         drift = 0.95 * drift + rng.normal(0, 0.004)
@@ -211,3 +221,65 @@ def walk_episode(index: int, frames: int = 2000) -> SimEpisode:
         if (rec.world.x, rec.world.y) == before:
             turning = int(rng.integers(10, 30))
     return rec.episode()
+
+
+# -- reference image -------------------------------------------------------------------------
+REFERENCE_SEED_BASE = HELDOUT_SEED_BASE + 600  # one walk per theme: seeds 600..604
+REFERENCE_PALETTES = 2  # reference palettes per theme
+REFERENCE_MIN_DISTANCE = 120.0  # RGB distance of a palette's sky and ground from the theme's
+RECOLOUR_FRAMES = 80  # frames of walking per session
+RECOLOUR_FROM = 20  # the bands are read from frame 20 (1 s) on: time for the model to react
+RECOLOUR_BANDS: dict[str, tuple[float, float]] = {"sky": (0.0, 0.3), "ground": (0.7, 1.0)}
+# ^ rows of the frame (fractions of its height) whose colour should follow the palette's band
+
+
+@dataclass(frozen=True)
+class ReferenceCase:
+    theme: str
+    seed: int  # the world (and walk) of the case; its theme's other palettes share it
+    palette: dict[str, list[int]]  # inline reference image {sky, foliage, ground}
+
+
+def reference_cases(per_theme: int = REFERENCE_PALETTES) -> list[ReferenceCase]:
+    """`per_theme` random palettes per theme (seeded), each far from the theme's own sky
+    (horizon) and ground colours, so moving toward them is a change worth measuring."""
+    rng = np.random.default_rng(REFERENCE_SEED_BASE)
+    cases = []
+    for index, name in enumerate(THEME_NAMES):
+        theme = get_theme(name)
+        kept = 0
+        while kept < per_theme:
+            palette = random_palette(rng)
+            sky = np.subtract(palette["sky"], theme.sky_horizon)
+            ground = np.subtract(palette["ground"], theme.ground)
+            if min(np.linalg.norm(sky), np.linalg.norm(ground)) >= REFERENCE_MIN_DISTANCE:
+                cases.append(ReferenceCase(name, REFERENCE_SEED_BASE + index, palette))
+                kept += 1
+    return cases
+
+
+def reference_walk(case: ReferenceCase) -> SimEpisode:
+    """RECOLOUR_FRAMES of walking play in the case's world, without a reference image."""
+    return walking_play(WorldSpec(case.seed, case.theme), RECOLOUR_FRAMES)
+
+
+def with_reference(walk: SimEpisode, palette: dict[str, list[int]]) -> SimEpisode:
+    """The same inputs with `palette` as the reference image from frame 0 (recolouring leaves
+    the terrain alone, so the walk would have been the same with the picture)."""
+    return SimEpisode(replace(walk.spec, reference_image=palette), walk.inputs).simulate()
+
+
+def recolour_moves(
+    with_image: np.ndarray, without: np.ndarray, palette: dict[str, list[int]]
+) -> dict[str, float]:
+    """Per band of RECOLOUR_BANDS, how far its mean colour over frames RECOLOUR_FROM.. of the
+    session given the picture moved from that of the same session without it toward the
+    palette's colour for that band (1 = all the way)."""
+    return {
+        band: M.move_fraction(
+            M.band_mean(with_image[RECOLOUR_FROM:], rows),
+            M.band_mean(without[RECOLOUR_FROM:], rows),
+            np.asarray(palette[band], np.float64),
+        )
+        for band, rows in RECOLOUR_BANDS.items()
+    }

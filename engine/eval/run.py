@@ -42,8 +42,12 @@ from .protocols import (
     gift_cases,
     prompt_episode,
     prompt_target,
+    recolour_moves,
+    reference_cases,
+    reference_walk,
     turn_episode,
     walk_episode,
+    with_reference,
 )
 
 CACHE = Path("artifacts/eval_cache")
@@ -97,6 +101,7 @@ def evaluate(
             lambda: memory_gift(player, judges, gifts_per_kind, progress),
             lambda: loop_closure(player, turns, progress),
             lambda: brightness(player, walks, walk_frames, progress),
+            lambda: reference_recolour(player, progress),
             lambda: judge_accuracy(world, judges, progress),
         )
         for section in sections:
@@ -401,6 +406,38 @@ def brightness(player: ModelPlayer, walks: int, frames: int, progress: Log) -> d
         "brightness_drift_rollouts": drift,
         "brightness_drift_frames": frames,
     }
+
+
+# -- reference image -------------------------------------------------------------------------
+def reference_recolour(player: ModelPlayer, progress: Log) -> dict:
+    """A reference image given at the start: how far the sky and ground bands move toward its
+    colours against the same session without it, for the model (sessions opened as the
+    product opens them, from the theme's keyframes) and for the simulator (which recolours
+    from frame 0). A theme's palettes share one world and one control session."""
+    cases = reference_cases()
+    worlds = len({(case.theme, case.seed) for case in cases})
+    progress(f"reference image: {len(cases)} palettes in {worlds} walks, and each walk without")
+    controls: dict[tuple[str, int], tuple[SimEpisode, np.ndarray]] = {}
+    model: list[dict[str, float]] = []
+    sim: list[dict[str, float]] = []
+    for n, case in enumerate(cases):
+        key = (case.theme, case.seed)
+        if key not in controls:
+            plain = reference_walk(case)
+            frames, _ = player.play(player.open(plain, case.seed), plain, 0, len(plain.inputs))
+            controls[key] = (plain, frames)
+        plain, plain_frames = controls[key]
+        ep = with_reference(plain, case.palette)
+        frames, _ = player.play(player.open(ep, case.seed), ep, 0, len(ep.inputs))
+        model.append(recolour_moves(frames, plain_frames, case.palette))
+        sim.append(recolour_moves(ep.frames, plain.frames, case.palette))
+        progress(
+            f"  reference case {n + 1}/{len(cases)} ({case.theme}): model "
+            + ", ".join(f"{b} {v:.2f}" for b, v in model[-1].items())
+            + "; simulator "
+            + ", ".join(f"{b} {v:.2f}" for b, v in sim[-1].items())
+        )
+    return M.reference_recolour_summary(model, sim)
 
 
 # -- the judges themselves -------------------------------------------------------------------

@@ -184,3 +184,40 @@ def test_judges_train_on_the_inputs_they_read():
     audio = torch.rand(3, 800) * 2 - 1
     judge = AudioJudge().eval()
     assert torch.allclose(judge(audio), judge.net(AudioJudge.features(audio)))
+
+
+def test_move_fraction_all_the_way_none_half_and_away():
+    base, target = np.array([100.0, 50.0, 0.0]), np.array([200.0, 250.0, 40.0])
+    assert M.move_fraction(target, base, target) == pytest.approx(1.0)
+    assert M.move_fraction(base, base, target) == pytest.approx(0.0)
+    assert M.move_fraction((base + target) / 2, base, target) == pytest.approx(0.5)
+    assert M.move_fraction(base - (target - base), base, target) == pytest.approx(-1.0)
+    # a change across the line to the target does not count
+    across = np.cross(target - base, [0.0, 0.0, 1.0])
+    assert M.move_fraction(base + across, base, target) == pytest.approx(0.0)
+    assert np.isnan(M.move_fraction(target, target, target))
+
+
+def test_band_means_read_their_rows_of_every_frame():
+    frames = np.zeros((2, 10, 4, 3), np.uint8)
+    frames[:, :3] = (200, 100, 0)  # sky rows 0..2
+    frames[:, 7:] = (0, 50, 250)
+    frames[1, 7:] = (0, 150, 250)  # the ground brightens in the second frame
+    assert M.band_mean(frames, (0.0, 0.3)).tolist() == [200.0, 100.0, 0.0]
+    assert M.band_mean(frames, (0.7, 1.0)).tolist() == [0.0, 100.0, 250.0]
+
+
+def test_recolour_summary_medians_and_ratio():
+    model = [{"sky": 0.1, "ground": 0.2}, {"sky": 0.3, "ground": float("nan")}]
+    sim = [{"sky": 0.5, "ground": 0.6}, {"sky": 0.7, "ground": 0.4}]
+    out = M.reference_recolour_summary(model, sim)
+    assert out["reference_recolour"] == pytest.approx(0.2)  # nan (no line) left out
+    assert out["reference_recolour_sim"] == pytest.approx(0.55)
+    assert out["reference_recolour_ratio"] == pytest.approx(0.2 / 0.55)
+    assert out["reference_recolour_by_band"] == {"sky": pytest.approx(0.2), "ground": 0.2}
+    assert out["reference_recolour_sim_by_band"]["ground"] == pytest.approx(0.5)
+    assert out["reference_recolour_cases"] == 2
+    lo, hi = out["reference_recolour_ratio_ci"]
+    assert lo <= out["reference_recolour_ratio"] <= hi
+    still = M.reference_recolour_summary(model, [{"sky": 0.0, "ground": -0.1}] * 2)
+    assert still["reference_recolour_ratio"] is None  # a simulator that did not move: no ratio

@@ -23,16 +23,25 @@ from engine.eval.judge_data import (
 )
 from engine.eval.protocols import (
     GIFT_VIEWS,
+    RECOLOUR_BANDS,
+    RECOLOUR_FRAMES,
+    REFERENCE_MIN_DISTANCE,
     TURN_KEY_FRAMES,
     PromptCase,
     gift_episode,
     gift_views,
     prompt_episode,
     prompt_target,
+    recolour_moves,
+    reference_cases,
+    reference_walk,
     turn_episode,
     walk_episode,
+    walking_play,
+    with_reference,
 )
 from engine.sim import FrameInputs, WorldSpec
+from engine.sim.themes import THEME_NAMES, get_theme
 
 
 def _reads(ep: SimEpisode, case: PromptCase) -> bool:
@@ -183,3 +192,62 @@ def test_the_gift_check_votes_with_the_frames_that_show_most_of_the_icon():
     moods[92] = 1
     assert gift_views(moods, icon, 99) == [87, 88, 89, 92, 95]  # in time order
     assert gift_views(np.full(100, -1), icon, 99) == []
+
+
+def test_reference_cases_are_far_from_their_theme_and_fixed():
+    cases = reference_cases()
+    assert len(cases) == 10 and cases == reference_cases()
+    assert [c.theme for c in cases] == [t for t in THEME_NAMES for _ in range(2)]
+    for case in cases:
+        theme = get_theme(case.theme)
+        assert np.linalg.norm(np.subtract(case.palette["sky"], theme.sky_horizon)) >= (
+            REFERENCE_MIN_DISTANCE
+        )
+        assert np.linalg.norm(np.subtract(case.palette["ground"], theme.ground)) >= (
+            REFERENCE_MIN_DISTANCE
+        )
+    assert len({c.seed for c in cases}) == len(THEME_NAMES)  # a theme's palettes share a world
+    assert len({str(c.palette) for c in cases}) == 10
+
+
+def test_the_simulator_recolours_toward_the_reference_and_the_control_does_not():
+    case = reference_cases()[4]  # desert canyon: open sky and sand
+    plain = reference_walk(case)
+    shown = with_reference(plain, case.palette)
+    assert len(shown.inputs) == RECOLOUR_FRAMES and shown.spec.reference_image == case.palette
+    assert plain.spec.reference_image is None
+    # the same walk, closed-loop, with the picture from the start: recolouring moves nothing
+    again = walking_play(WorldSpec(case.seed, case.theme, 128, case.palette), RECOLOUR_FRAMES)
+    assert np.array_equal(again.labels["pose_x"], plain.labels["pose_x"])
+    assert np.array_equal(again.frames, shown.frames)
+    moves = recolour_moves(shown.frames, plain.frames, case.palette)
+    assert set(moves) == set(RECOLOUR_BANDS) and min(moves.values()) > 0.3
+    assert recolour_moves(plain.frames, plain.frames, case.palette) == dict.fromkeys(moves, 0.0)
+
+
+class _SimAsModel:
+    """A player whose sessions show the simulator's own frames of the episode they play."""
+
+    def __init__(self):
+        self.opened: list[object] = []
+
+    def open(self, ep, seed=0):
+        self.opened.append(ep.spec.reference_image)
+        return None
+
+    def play(self, session, ep, start, stop):
+        return ep.frames[start:stop], ep.audio[start:stop].reshape(-1)
+
+
+def test_the_reference_section_gives_the_picture_to_one_session_of_each_pair(monkeypatch):
+    from engine.eval import run
+
+    cases = reference_cases()[:2]  # one theme's two palettes: one walk, one shared control
+    monkeypatch.setattr(run, "reference_cases", lambda: cases)
+    player = _SimAsModel()
+    out = run.reference_recolour(player, lambda _: None)  # type: ignore[arg-type]
+    assert player.opened == [None, cases[0].palette, cases[1].palette]
+    assert out["reference_recolour_cases"] == 2
+    assert out["reference_recolour"] == out["reference_recolour_sim"] > 0
+    assert out["reference_recolour_ratio"] == pytest.approx(1.0)
+    assert set(out["reference_recolour_by_band"]) == set(RECOLOUR_BANDS)
