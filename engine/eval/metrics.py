@@ -280,14 +280,15 @@ def band_mean(frames: np.ndarray, rows: tuple[float, float]) -> np.ndarray:
 
 
 def move_fraction(moved: np.ndarray, base: np.ndarray, target: np.ndarray) -> float:
-    """How far `moved` went from `base` toward `target`: the projection of the change onto the
-    line from base to target, as a fraction of that line (1 = all the way, 0 = no change,
-    negative = away); nan when base already is the target."""
-    base = np.asarray(base, np.float64)
-    change = np.asarray(moved, np.float64) - base
-    line = np.asarray(target, np.float64) - base
-    length2 = float(np.dot(line, line))
-    return float(np.dot(change, line) / length2) if length2 > 1e-9 else float("nan")
+    """How much of the distance from `base` to `target` `moved` closed: 1 - |moved - target| /
+    |base - target| (1 = all the way, 0 = as far as before, negative = farther); nan when base
+    already is the target. A distance, not a projection on the line to the target: a big
+    change toward some other colour (a saturated red where the picture asked for olive) must
+    not count as following the picture."""
+    base, target = np.asarray(base, np.float64), np.asarray(target, np.float64)
+    before = float(np.linalg.norm(target - base))
+    after = float(np.linalg.norm(target - np.asarray(moved, np.float64)))
+    return 1.0 - after / before if before > 1e-9 else float("nan")
 
 
 def reference_recolour_summary(model: list[dict[str, float]], sim: list[dict[str, float]]) -> dict:

@@ -17,8 +17,10 @@ manifold, where the flow-matching transformer drifted into a mosaic of its 4x4 l
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -50,6 +52,12 @@ class ConvWorldConfig:
     clamp: float = 8.0  # outputs are kept within +-clamp (unit-scale latents; a free rollout
     # that feeds an outlier back must not run away)
     sampler_steps: int = 1  # one network evaluation per frame (reported by the benchmark)
+    # Guidance at run time (a regressor's classifier-free guidance): 1 = off; w > 1 moves the
+    # prediction w times as far from the one made without the sentences (text and memory) or
+    # without the reference picture, where the frame has them. Not trained; set on a weights
+    # folder with `python -m engine.train guidance`.
+    text_guidance: float = 1.0
+    image_guidance: float = 1.0
     project_context: bool = False
     extra: dict = field(default_factory=dict)
 
@@ -225,6 +233,66 @@ def warp(latent: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
     return F.grid_sample(latent, grid, mode="bilinear", padding_mode="border", align_corners=True)
 
 
+def without_text(c: Conditioning) -> Conditioning:
+    """The same conditioning with no sentence typed now and none remembered."""
+    return dataclasses.replace(
+        c,
+        text=torch.zeros_like(c.text),
+        memory=torch.zeros_like(c.memory),
+        memory_age=torch.zeros_like(c.memory_age),
+        memory_valid=torch.zeros_like(c.memory_valid),
+    )
+
+
+def without_image(c: Conditioning) -> Conditioning:
+    """The same conditioning with no reference picture."""
+    return dataclasses.replace(c, image=torch.zeros_like(c.image))
+
+
+def stack_conditionings(parts: list[Conditioning]) -> Conditioning:
+    """One batch of several conditionings (each (B, ...)), in order."""
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(Conditioning):
+        values = [getattr(c, f.name) for c in parts]
+        fields[f.name] = None if values[0] is None else torch.cat(values)
+    return Conditioning(**fields)
+
+
+def guided_prediction(
+    model: ConvWorldModel,
+    context: torch.Tensor,
+    valid: torch.Tensor,
+    prev_audio: torch.Tensor,
+    cond: Conditioning,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A regressor's next frame with the config's text and image guidance: one batched
+    evaluation of the full conditioning and of each guided part left out (only where some
+    row of the batch has that part), z = z_full + sum (w - 1) (z_full - z_without). The
+    sound is the full conditioning's."""
+    cfg = model.config
+    guided: list[tuple[float, Conditioning]] = []
+    has_text = bool((cond.text.abs().sum() > 0) or cond.memory_valid.any())
+    if cfg.text_guidance != 1.0 and has_text:
+        guided.append((cfg.text_guidance, without_text(cond)))
+    if cfg.image_guidance != 1.0 and bool(cond.image.abs().sum() > 0):
+        guided.append((cfg.image_guidance, without_image(cond)))
+    if not guided:
+        return model(context, valid, prev_audio, cond)
+    n = 1 + len(guided)
+    b = context.shape[0]
+    z, audio = model(
+        context.repeat(n, 1, 1, 1, 1),
+        valid.repeat(n, 1),
+        prev_audio.repeat(n, 1),
+        stack_conditionings([cond] + [c for _, c in guided]),
+    )
+    full = z[:b]
+    out = full.clone()
+    for i, (weight, _) in enumerate(guided, start=1):
+        out = out + (weight - 1.0) * (full - z[i * b : (i + 1) * b])
+    return out.clamp(-cfg.clamp, cfg.clamp), audio[:b]
+
+
 def sample_frame(
     model: ConvWorldModel,
     context: torch.Tensor,
@@ -237,7 +305,7 @@ def sample_frame(
     a denoising one from `noise` (B, C, S, S) at level 0 up to the clean estimate at level 1
     (x_s = s * x + (1 - s) * noise; each step moves x_s toward the model's clean estimate)."""
     if not model.config.denoise:
-        return model(context, valid, prev_audio, cond)
+        return guided_prediction(model, context, valid, prev_audio, cond)
     assert noise is not None, "a denoising model samples from noise"
     steps = model.config.sampler_steps
     x = noise

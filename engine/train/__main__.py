@@ -1,6 +1,7 @@
 """CLI: `python -m engine.train STAGE --preset {cpu,gpu}`; STAGE is video, audio, generator,
 ship, text-table (sentence embeddings for a machine without the text encoder), openings
-(keyframes sessions start from), sampler-steps (the shipped generator's default), measure
+(keyframes sessions start from), sampler-steps (the shipped generator's default), guidance
+(a conv generator's run-time text and image guidance), measure
 (rollout picture quality against the simulator, engine/train/measure.py), sheets (60-second
 contact sheets per theme), audio-study (what a per-frame audio latent can carry; SNR and
 log-spectral distance of audio tokenizers on held-out audio), or the issue-11 fine-tunes
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
             "text-table",
             "openings",
             "sampler-steps",
+            "guidance",
             "measure",
             "sheets",
             "errorbank",
@@ -59,6 +61,15 @@ def main(argv: list[str] | None = None) -> int:
         help="sampler-steps: the generator's default Euler steps per frame",
     )
     parser.add_argument("--device", default=None, help="auto (CUDA when there is one), cpu, cuda")
+    parser.add_argument(
+        "--text-guidance", type=float, default=1.0, help="guidance: sentences' weight (1 = off)"
+    )
+    parser.add_argument(
+        "--image-guidance",
+        type=float,
+        default=1.0,
+        help="guidance: the reference picture's weight (1 = off)",
+    )
     parser.add_argument(
         "--adv-weight",
         type=float,
@@ -229,6 +240,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.steps is None:
             parser.error("sampler-steps needs --steps N")
         path = set_sampler_steps(args.steps, Path(args.dest) if args.dest else WEIGHTS)
+    elif args.stage == "guidance":
+        from .ship import WEIGHTS, set_guidance
+
+        path = set_guidance(
+            args.text_guidance, args.image_guidance, Path(args.dest) if args.dest else WEIGHTS
+        )
     elif args.stage == "openings":
         from .ship import WEIGHTS, write_openings
 

@@ -51,6 +51,20 @@ def set_sampler_steps(steps: int, weights: Path = WEIGHTS) -> Path:
     return path
 
 
+def set_guidance(text: float, image: float, weights: Path = WEIGHTS) -> Path:
+    """Set a conv generator's run-time text and image guidance (1 = off; not trained)."""
+    if text < 0 or image < 0:
+        raise ValueError("guidance weights must be >= 0 (1 turns guidance off)")
+    path = weights / "world.pt"
+    ckpt = load_payload(path)
+    if ckpt["config"].get("arch") != "conv":
+        raise ValueError(f"{path} holds no convolutional world model (guidance is for it)")
+    ckpt["config"]["text_guidance"] = float(text)
+    ckpt["config"]["image_guidance"] = float(image)
+    atomic_save(ckpt, path)
+    return path
+
+
 def write_openings(weights: Path = WEIGHTS) -> Path:
     """(Re)build the opening keyframes for the tokenizers in `weights` (they must match)."""
     video = load_checkpoint(weights / "video_ae.pt", VideoAE, VideoAEConfig)

@@ -387,3 +387,47 @@ def test_image_windows_replace_the_first_share_of_a_batch():
     assert mixed[4:].tolist() == [0] * 4
     plain = bank.windows(mixed[:1], 6)
     assert plain["frame_has_image"][0].any() and not plain["frame_has_image"][0, 0]
+
+
+def test_guidance_moves_away_from_the_prediction_without_the_sentence_or_picture(tmp_path):
+    import dataclasses as dc
+
+    from engine.model.conv_world import sample_frame, without_image, without_text
+    from engine.train.ship import set_guidance
+
+    model = small().eval()
+    with torch.no_grad():  # a model whose output depends on text and picture
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    ctx, valid, audio = (
+        torch.randn(1, 3, 8, 16, 16),
+        torch.ones(1, 3, dtype=torch.bool),
+        torch.zeros(1, 32),
+    )
+    cond = conditioning(1)
+    cond.text = torch.randn(1, 384)
+    cond.image = torch.randn(1, 128)
+    with torch.no_grad():
+        full, full_audio = model(ctx, valid, audio, cond)
+        no_text, _ = model(ctx, valid, audio, without_text(cond))
+        no_image, _ = model(ctx, valid, audio, without_image(cond))
+        assert torch.allclose(sample_frame(model, ctx, valid, audio, cond)[0], full)  # off
+        model.config = dc.replace(model.config, text_guidance=3.0, image_guidance=2.0)
+        z, a = sample_frame(model, ctx, valid, audio, cond)
+        want = full + 2.0 * (full - no_text) + 1.0 * (full - no_image)
+        assert torch.allclose(z, want.clamp(-8, 8), atol=1e-5)
+        assert torch.allclose(a, full_audio, atol=1e-6) and not torch.allclose(z, full)
+        # a frame with neither a sentence nor a picture is one plain evaluation
+        plain = conditioning(1)
+        assert torch.equal(
+            sample_frame(model, ctx, valid, audio, plain)[0], model(ctx, valid, audio, plain)[0]
+        )
+    folder = tmp_path / "w"
+    folder.mkdir()
+    torch.save({"config": dc.asdict(ConvWorldConfig()), "state": {}}, folder / "world.pt")
+    set_guidance(2.5, 4.0, folder)
+    saved = torch.load(folder / "world.pt", weights_only=True)["config"]
+    assert (saved["text_guidance"], saved["image_guidance"]) == (2.5, 4.0)
+    torch.save({"config": {"width": 160}, "state": {}}, folder / "world.pt")  # a transformer
+    with pytest.raises(ValueError, match="convolutional"):
+        set_guidance(2.0, 2.0, folder)

@@ -192,9 +192,11 @@ def test_move_fraction_all_the_way_none_half_and_away():
     assert M.move_fraction(base, base, target) == pytest.approx(0.0)
     assert M.move_fraction((base + target) / 2, base, target) == pytest.approx(0.5)
     assert M.move_fraction(base - (target - base), base, target) == pytest.approx(-1.0)
-    # a change across the line to the target does not count
+    # a change across the line to the target counts against: it ends farther from the colour
     across = np.cross(target - base, [0.0, 0.0, 1.0])
-    assert M.move_fraction(base + across, base, target) == pytest.approx(0.0)
+    assert M.move_fraction(base + across, base, target) < 0
+    # so does overshooting to some other colour that still has a part along the line
+    assert M.move_fraction(base + 1.5 * (target - base) + across, base, target) < 0.5
     assert np.isnan(M.move_fraction(target, target, target))
 
 
