@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# GPU recipe v4 (issue 11): the convolutional world model (engine/model/conv_world.py) on one
-# 15-minute H200 lease. Every arm warm-starts from engine/weights/world.pt when that is a conv
-# model, so progress accumulates across sessions even when runs/ is gone.
+# GPU recipe v5 (issue 11): the convolutional world model (engine/model/conv_world.py) on one
+# 15-minute H200 lease; v4 plus reference images arriving mid-episode and a carried critic.
+# Every arm warm-starts from engine/weights/world.pt when that is a conv model, so progress
+# accumulates across sessions even when runs/ is gone.
 #
 #   bash engine/train/gpu_recipe.sh OUT_DIR [TEXT_TABLE]           # the lease (about 9 min; arms train 4 min)
 #   SMOKE=1 bash engine/train/gpu_recipe.sh OUT_DIR [TEXT_TABLE]   # toy scale, on a CPU
@@ -11,7 +12,8 @@
 #
 # Timeline on one H200 + 16 cores (the device allows 600 s per command; a watchdog ships
 # whatever exists at DEADLINE_S = 540 s):
-#   data      256 episodes x 400 frames on every core (~30 s), a sentence every 1.5 s
+#   data      256 episodes x 400 frames on every core (~30 s), a sentence every 1.5 s, a
+#             reference image arriving mid-way in 60 % of episodes (the world recolours)
 #   latents   the shipped tokenizers encode it on the GPU (frozen: openings.pt stays valid)
 #   generator three arms side by side on the GPU, same data and minutes, batch 256 windows
 #             (engine/train/conv_generator.py): `main`, the flow-matching conv denoiser
@@ -22,11 +24,14 @@
 #             latent critic (--adv-weight 0.1: on the CPU 5x the sharpness at h16, at 915
 #             steps the texture was not yet the place's). Each prints its throughput. An arm
 #             warm-starts from engine/weights/world.pt when that is a conv model of its kind;
-#             the two regressing arms start from engine/weights/candidates/conv_critic.pt.
+#             the two regressing arms start from engine/weights/candidates/conv_critic.pt
+#             (`critic` also from the critic beside it, conv_critic.critic.pt, if kept, after
+#             50 steps in which only the critic learns), and an eighth of their windows show a
+#             reference image arriving (--image-share).
 #   measure   every arm on the CPU as soon as it is trained (engine/train/measure.py), JSON and
 #             long_play.png into OUT; OUT/gpu.csv samples utilisation and memory every 5 s
 #   ship      OUT/weights (main), OUT/nobank, OUT/regress, OUT/critic: world.pt each
-#             (tokenizers unchanged)
+#             (tokenizers unchanged), OUT/critic/critic.pt
 # Back here: compare OUT/measure_*.json with the shipped weights' measurement (MODEL.md),
 # look at the PNGs, and copy a world.pt into engine/weights only if it is better.
 set -euo pipefail
@@ -61,6 +66,7 @@ ship() {  # whatever exists
             cp "$runs/measure_$arm/long_play.png" "$out/long_play_$arm.png"
         [[ -f $runs/$arm/loss.png ]] && cp "$runs/$arm/loss.png" "$out/loss_$arm.png"
     done
+    [[ -f $runs/critic/weights/critic.pt ]] && cp "$runs/critic/weights/critic.pt" "$out/critic/"
     [[ -f $logs/gpu.csv ]] && cp "$logs/gpu.csv" "$out/"
     return 0
 }
@@ -78,7 +84,7 @@ waitjobs() {  # every background job except the watchdog and the GPU monitor
 
 stamp "data: $episodes episodes x $frames frames on $workers workers"
 $py -m engine.data generate --out "$data" --episodes "$episodes" --frames "$frames" \
-    --workers "$workers" --episodes-per-shard 4 --prompt-rate 0.033 --quiet
+    --workers "$workers" --episodes-per-shard 4 --prompt-rate 0.033 --image-rate 0.6 --quiet
 
 stamp "latents (shipped tokenizers)"
 $py -m engine.train latents --data "$data" --weights "$base" --out "$runs/latents" \
@@ -88,8 +94,8 @@ stamp "conv generator arms side by side: $arms"
 declare -A arm_args=(
     [main]="--denoise --bank-share 0.25 --unroll 4"
     [nobank]="--denoise --bank-share 0 --unroll 4"
-    [regress]="--bank-share 0.25 --unroll 8"
-    [critic]="--bank-share 0.25 --unroll 8 --adv-weight 0.1"
+    [regress]="--bank-share 0.25 --unroll 8 --image-share 0.125"
+    [critic]="--bank-share 0.25 --unroll 8 --image-share 0.125 --adv-weight 0.1 --critic-warmup 50"
 )
 # The best CPU-trained conv regressor so far (MODEL.md, v4 experiments) is kept as a
 # candidate: the regressing arms start from it instead of from nothing.
@@ -97,6 +103,9 @@ candidate=engine/weights/candidates/conv_critic.pt
 if [[ -f $candidate ]]; then
     arm_args[regress]+=" --init $candidate"
     arm_args[critic]+=" --init $candidate"
+fi
+if [[ -f ${candidate%.pt}.critic.pt ]]; then  # the critic it was trained against, if kept
+    arm_args[critic]+=" --init-critic ${candidate%.pt}.critic.pt"
 fi
 for arm in $arms; do
     # shellcheck disable=SC2086  # the arm's flags are meant to split
