@@ -269,10 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     elif args.stage == "sheets":
         from engine.runtime.session import World
 
-        from .measure import theme_sheets
+        from .measure import SHEET_PROMPTS, theme_sheets
 
         path = Path(args.out or "runs/sheets")
-        for p in theme_sheets(World.load(args.weights), path):
+        world = World.load(args.weights)
+        for p in theme_sheets(world, path) + theme_sheets(
+            world, path, every_s=5, prompts=SHEET_PROMPTS
+        ):
             print(p)
     elif args.stage in ("finetune", "decoder"):
         from .finetune import DecoderTuneConfig, FinetuneConfig, train_decoder, train_finetune

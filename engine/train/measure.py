@@ -13,6 +13,7 @@ shared ones come from engine.eval.metrics so the figures match the eval's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import dataclass
@@ -109,10 +110,19 @@ def walking_inputs(frames: int, seed: int) -> list[FrameInputs]:
     return out[:frames]
 
 
-def scripted_inputs(frames: int) -> list[FrameInputs]:
-    """The contact-sheet session: walk 3 s, turn 1 s, stand 1 s, repeated."""
+# The sentences issue 11 names, typed into the prompt sheets' session (frame: sentence).
+SHEET_PROMPTS: dict[int, str] = {100: "make it rain", 500: "make it night", 900: "cast fire magic"}
+
+
+def scripted_inputs(frames: int, prompts: dict[int, str] | None = None) -> list[FrameInputs]:
+    """The contact-sheet session: walk 3 s, turn 1 s, stand 1 s, repeated; `prompts` types
+    each sentence at its frame."""
     cycle = [FrameInputs.hold("W")] * 60 + [FrameInputs.hold("LEFT")] * 20 + [FrameInputs()] * 20
-    return [cycle[t % len(cycle)] for t in range(frames)]
+    out = [cycle[t % len(cycle)] for t in range(frames)]
+    for t, text in (prompts or {}).items():
+        if t < frames:
+            out[t] = dataclasses.replace(out[t], prompts=(text,))
+    return out
 
 
 @torch.inference_mode()
@@ -211,18 +221,27 @@ def long_play(world: World, runs: int = 2, frames: int = 2000, sheet: Path | Non
     return out
 
 
-def theme_sheets(world: World, out: Path, seconds: int = 60, every_s: int = 10) -> list[Path]:
+def theme_sheets(
+    world: World,
+    out: Path,
+    seconds: int = 60,
+    every_s: int = 10,
+    prompts: dict[int, str] | None = None,
+) -> list[Path]:
     """Per theme, a scripted session (walk, turn, idle, repeated): one frame every `every_s`
-    seconds, simulator row above model row."""
+    seconds, simulator row above model row. With `prompts` (frame of the session: sentence)
+    the player also types those, and the sheets are named prompts_60s_THEME.png."""
     ctx = world.model.config.context
     frames = seconds * 20 + 1
+    typed = {ctx + t: text for t, text in (prompts or {}).items()}
+    name = "prompts_60s" if prompts else "contact_60s"
     paths = []
     for k, theme in enumerate(THEME_NAMES):
         spec = WorldSpec(LONG_SEED_BASE + 100 + k, theme, 128)
-        ep = simulate(spec, scripted_inputs(ctx + frames))
+        ep = simulate(spec, scripted_inputs(ctx + frames, typed))
         gen, _ = rollout(world, ep, ctx, frames)
         picks = np.arange(0, frames, every_s * 20)
-        path = out / f"contact_60s_{theme}.png"
+        path = out / f"{name}_{theme}.png"
         image_grid(path, [ep.frames[ctx:][picks], gen[picks]])
         paths.append(path)
     return paths

@@ -254,3 +254,15 @@ def test_audio_only_fine_tune_moves_only_the_audio_projections():
     names = {n for n, p in model.named_parameters() if p.requires_grad}
     assert names == {"audio_in.weight", "audio_in.bias", "audio_out.weight", "audio_out.bias"}
     assert len(params) == 4 and len(trained_parameters(small_model(), False)) > 4
+
+
+def test_the_prompt_sheet_session_types_its_sentences_on_their_frames():
+    from engine.sim.constants import KEY_BITS
+    from engine.train.measure import SHEET_PROMPTS, scripted_inputs
+
+    plain = scripted_inputs(1000)
+    typed = scripted_inputs(1000, SHEET_PROMPTS)
+    assert [t for t, inp in enumerate(typed) if inp.prompts] == [100, 500, 900]
+    assert typed[500].prompts == ("make it night",) and not any(i.prompts for i in plain)
+    assert [i.keys for i in typed] == [i.keys for i in plain]  # the walk is the same
+    assert plain[0].keys == KEY_BITS["W"] and not plain[100].prompts  # nothing leaked back
