@@ -1,6 +1,6 @@
 """CLI (DESIGN.md contract):
 
-    python -m engine.eval --json [--episodes FILE] [--prompts FILE] [--weights DIR]
+    python -m engine.eval --json [--episodes FILE] [--prompts FILE] [--reference] [--weights DIR]
     python -m engine.eval --build-judges      # (re)build the judges' data set and judges
 
 Progress goes to stderr; the JSON object (or a table) to stdout.
@@ -61,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help='JSON list of {"event", "text"}: run only the prompt test, on exactly these cases',
     )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="run only the reference-image test (no judges needed; about a minute)",
+    )
     parser.add_argument("--weights", default=None, help="weights folder (engine/weights)")
     parser.add_argument(
         "--build-judges",
@@ -103,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     from engine.sim.script import ScriptError, load_scripts
 
     from .episodes import script_episode
-    from .run import evaluate, evaluate_prompts
+    from .run import evaluate, evaluate_prompts, evaluate_reference
 
     episodes = cases = None
     try:
@@ -115,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     world = World.load(args.weights)
-    if cases is not None:
+    if args.reference:
+        result = _clean(evaluate_reference(world, log=log))
+    elif cases is not None:
         result = _clean(evaluate_prompts(world, cases, log=log))
     else:
 

@@ -129,6 +129,15 @@ def evaluate_prompts(world: World, cases: list[PromptCase], log: Log = print) ->
     return out
 
 
+def evaluate_reference(world: World, log: Log = print) -> dict:
+    """Only the reference-image test (`--reference`; it needs no judges)."""
+    t0 = time.time()
+    with torch.inference_mode():
+        out = reference_recolour(ModelPlayer(world), Progress(log))
+    out["seconds"] = round(time.time() - t0, 1)
+    return out
+
+
 # -- fidelity, sharpness, FD, actions, audio ---------------------------------------------------
 def fidelity(
     player: ModelPlayer, judges: Judges, episodes: list[SimEpisode], progress: Log
