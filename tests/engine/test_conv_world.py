@@ -305,19 +305,25 @@ def test_the_critic_scores_every_chain_step_and_pushes_the_generator():
     assert relativistic.item() < 0.5 * first
 
 
-def test_adversarial_training_checkpoints_its_critic_and_refuses_denoisers(tmp_path, training):
-    conv, base = training
-    cfg = ConvTrainConfig(
+def adversarial_config(base, out, steps: int, **changes) -> ConvTrainConfig:
+    """A tiny adversarial run's config: `steps` steps, one checkpoint at the end."""
+    return ConvTrainConfig(
         weights=str(base),
-        out=str(tmp_path / "run"),
-        steps=3,
+        out=str(out),
+        steps=steps,
         minutes=None,
         batch=2,
         unroll=2,
         model=ConvWorldConfig(width=16, width_low=16, context=3),
         adv_weight=0.1,
-        checkpoint_every=3,
+        checkpoint_every=steps,
+        **changes,
     )
+
+
+def test_adversarial_training_checkpoints_its_critic_and_refuses_denoisers(tmp_path, training):
+    conv, base = training
+    cfg = adversarial_config(base, tmp_path / "run", steps=3)
     conv.train_conv(cfg)
     saved = torch.load(tmp_path / "run" / "state.pt", weights_only=True)
     assert "critic" in saved and "critic_opt" in saved
@@ -342,18 +348,7 @@ def test_a_critic_warmup_holds_the_generator_and_the_critic_travels_with_the_wei
     tmp_path, training
 ):
     conv, base = training
-    cfg = ConvTrainConfig(
-        weights=str(base),
-        out=str(tmp_path / "warm"),
-        steps=2,
-        minutes=None,
-        batch=2,
-        unroll=2,
-        model=ConvWorldConfig(width=16, width_low=16, context=3),
-        adv_weight=0.1,
-        critic_warmup=2,
-        checkpoint_every=2,
-    )
+    cfg = adversarial_config(base, tmp_path / "warm", steps=2, critic_warmup=2)
     dest = conv.train_conv(cfg)
     held = load_world_model(dest / "world.pt")
     torch.manual_seed(cfg.seed)  # the run's new model, as it was before its first step
