@@ -271,8 +271,7 @@ def guided_prediction(
     sound is the full conditioning's."""
     cfg = model.config
     guided: list[tuple[float, Conditioning]] = []
-    has_text = bool((cond.text.abs().sum() > 0) or cond.memory_valid.any())
-    if cfg.text_guidance != 1.0 and has_text:
+    if cfg.text_guidance != 1.0 and bool((cond.text.abs().sum() > 0) or cond.memory_valid.any()):
         guided.append((cfg.text_guidance, without_text(cond)))
     if cfg.image_guidance != 1.0 and bool(cond.image.abs().sum() > 0):
         guided.append((cfg.image_guidance, without_image(cond)))
