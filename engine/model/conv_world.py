@@ -286,7 +286,7 @@ def guided_prediction(
         stack_conditionings([cond] + [c for _, c in guided]),
     )
     full = z[:b]
-    out = full.clone()
+    out = full
     for i, (weight, _) in enumerate(guided, start=1):
         out = out + (weight - 1.0) * (full - z[i * b : (i + 1) * b])
     return out.clamp(-cfg.clamp, cfg.clamp), audio[:b]

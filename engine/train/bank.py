@@ -145,7 +145,8 @@ class LatentBank:
         )
         prev = torch.cat([before[:, None], video[:, :-1]], dim=1)
         episode = self.episode[starts]
-        image_seen = self.local[rows] >= self.image_from[episode][:, None]
+        arrived = self.local[rows] >= self.image_from[episode][:, None]
+        seen = self.has_image[episode][:, None] & arrived  # (B, T) the picture in effect
         mem_rows = self.memory_rows[rows[:, -1]]
         mem_valid = mem_rows >= 0
         safe = mem_rows.clamp(min=0)
@@ -158,8 +159,8 @@ class LatentBank:
             "frame": self.local[rows],
             "theme": self.theme[episode],
             "image": self.image[episode],
-            "has_image": self.has_image[episode] & image_seen[:, -1],
-            "frame_has_image": self.has_image[episode][:, None] & image_seen,
+            "has_image": seen[:, -1],
+            "frame_has_image": seen,
             "mem_text": self.text[safe] * mem_valid[..., None],
             "mem_arrival": torch.where(mem_valid, self.local[safe], 0),
             "mem_valid": mem_valid,
