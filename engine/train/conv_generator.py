@@ -44,10 +44,10 @@ from .common import (
     resume,
     save_state,
 )
-from .finetune import write_weights
 from .latent_critic import LatentCritic, critic_loss, generator_adversarial_loss
 from .latents import encode_dataset, tokenizer_fingerprint
 from .plots import line_plot
+from .weights_folder import write_weights
 
 DENOISER_STEPS = 3  # Euler steps per frame of a new denoiser (one network pass each)
 

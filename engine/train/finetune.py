@@ -14,9 +14,7 @@ Both resume from `out/state.pt` and finish by writing `out/weights/`, a complete
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,12 +22,11 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from engine.model.checkpoint import load_checkpoint, save_checkpoint
-from engine.model.conv_world import ConvWorldModel
+from engine.model.checkpoint import load_checkpoint
+from engine.model.conv_world import ConvWorldModel, sample_frame
 from engine.model.video_ae import PatchDiscriminator, VideoAE, VideoAEConfig, frames_to_tensor
 from engine.model.world import WorldModel, WorldModelConfig
-from engine.model.world_loader import load_world_model
-from engine.runtime.openings import OPENINGS_FILE
+from engine.model.world_loader import Generator, load_world_model
 
 from .bank import LatentBank
 from .common import (
@@ -42,12 +39,12 @@ from .common import (
     resume,
     save_state,
 )
+from .conv_generator import conv_windows, frame_conditioning
 from .errorbank import ErrorBank, frames_of_bank, replay_batch
 from .generator import flow_loss, make_memory, own_context
 from .latents import encode_dataset, tokenizer_fingerprint
 from .plots import line_plot
-
-WEIGHT_PARTS = ("video_ae.pt", "audio_ae.pt", "world.pt", OPENINGS_FILE)
+from .weights_folder import write_weights
 
 
 @dataclass
@@ -135,38 +132,6 @@ def trained_parameters(model: WorldModel, audio_only: bool) -> list[torch.nn.Par
     return [p for part in parts for p in part.parameters()]
 
 
-def write_weights(
-    cfg,
-    out: Path,
-    world: WorldModel | ConvWorldModel | None = None,
-    video_ae: VideoAE | None = None,
-    step: int = 0,
-) -> Path:
-    """A complete weights folder: the tuned parts as fp16 (copies: training goes on), the rest
-    copied from the warm start."""
-    dest = out / "weights"
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in WEIGHT_PARTS:
-        if (Path(cfg.weights) / name).exists():
-            shutil.copy(Path(cfg.weights) / name, dest / name)
-    train = {"warm_start": cfg.weights, **dataclasses.asdict(cfg)}
-    if world is not None:
-        save_checkpoint(
-            dest / "world.pt",
-            copy.deepcopy(world).float().cpu().eval(),
-            {"step": step, "train": train},
-            half=True,
-        )
-    if video_ae is not None:
-        save_checkpoint(
-            dest / "video_ae.pt",
-            copy.deepcopy(video_ae).float().cpu().eval(),
-            {"step": step, "train": train},
-            half=True,
-        )
-    return dest
-
-
 def progress(cfg, step: int, budget: Budget | None) -> float:
     """Fraction of the budget used: steps, or the wall-clock cap if that comes first."""
     frac = step / cfg.steps
@@ -240,13 +205,36 @@ def train_finetune(cfg: FinetuneConfig) -> Path:
     return write_weights(cfg, out, world=model, step=step)
 
 
-def decoder_pairs(model: WorldModel, w: dict[str, torch.Tensor], rounds: int) -> torch.Tensor:
-    """The generator's latents for every frame of the windows: the truth (rounds 0), or its
-    prediction from the true context (1) or from its own predictions, compounded (2, 3)."""
+def decoder_latents(
+    model: Generator, bank: LatentBank, starts: torch.Tensor, window: int, rounds: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The generator's latents for `window` frames after each start, flattened, and the data
+    rows they stand for: the truth (rounds 0), or the transformer's prediction from the true
+    context (1) or from its own predictions, compounded (2, 3). The conv model predicts its
+    frames in a chain from `context` true frames before them (any rounds > 0), as it plays."""
+    steps = torch.arange(window, device=starts.device)
+    if isinstance(model, ConvWorldModel):
+        k = model.config.context
+        w = conv_windows(bank, starts, k + window)
+        rows = starts[:, None] + k + steps
+        if rounds == 0:
+            return w["video"][:, k:].flatten(0, 1), rows.flatten()
+        ctx, audio = w["video"][:, :k], w["audio"][:, k - 1]
+        valid = torch.ones(len(starts), k, dtype=torch.bool, device=starts.device)
+        zeros = torch.zeros(len(starts), device=starts.device)
+        out = []
+        for t in range(k, k + window):
+            cond = frame_conditioning(w, t, zeros)
+            z, audio = sample_frame(model, ctx, valid, audio, cond, torch.randn_like(ctx[:, 0]))
+            out.append(z)
+            ctx = torch.cat([ctx[:, 1:], z[:, None]], dim=1)
+        return torch.stack(out, dim=1).flatten(0, 1), rows.flatten()
+    w = bank.windows(starts, window)
+    rows = starts[:, None] + steps
     if rounds == 0:
-        return w["video"]
+        return w["video"].flatten(0, 1), rows.flatten()
     video, _ = own_context(model, w, make_memory(model, w), rounds, model.config.sampler_steps)
-    return video
+    return video.flatten(0, 1), rows.flatten()
 
 
 def train_decoder(cfg: DecoderTuneConfig) -> Path:
@@ -255,8 +243,9 @@ def train_decoder(cfg: DecoderTuneConfig) -> Path:
     device = pick_device(cfg.device)
     torch.manual_seed(cfg.seed)
     bank, frames = latent_bank(cfg, device)
-    world = load_checkpoint(Path(cfg.weights) / "world.pt", WorldModel, WorldModelConfig)
-    world = world.to(device).eval().requires_grad_(False)
+    world = load_world_model(Path(cfg.weights) / "world.pt").to(device).eval()
+    world.requires_grad_(False)
+    history = world.config.context if isinstance(world, ConvWorldModel) else 0
     ae = load_checkpoint(Path(cfg.weights) / "video_ae.pt", VideoAE, VideoAEConfig).to(device)
     ae.encoder.requires_grad_(False)
     disc = PatchDiscriminator().to(device)
@@ -271,12 +260,11 @@ def train_decoder(cfg: DecoderTuneConfig) -> Path:
     while progress(cfg, step, budget) < 1:
         for g in opt.param_groups:
             g["lr"] = cosine_lr(cfg.lr, progress(cfg, step, budget), step, warmup=20)
-        starts = bank.sample(cfg.batch, cfg.window, gen, 0.0)
-        w = bank.windows(starts, cfg.window)
+        starts = bank.sample(cfg.batch, history + cfg.window, gen, 0.0)
         rounds = cfg.rounds[int(torch.randint(len(cfg.rounds), (1,), generator=gen))]
         with torch.no_grad():
-            z = decoder_pairs(world, w, rounds).flatten(0, 1).float()
-        rows = (starts[:, None] + torch.arange(cfg.window, device=starts.device)).flatten()
+            z, rows = decoder_latents(world, bank, starts, cfg.window, rounds)
+        z = z.float()
         truth = frames_to_tensor(frames[rows.cpu().numpy()]).to(device)
         pic = ae.decode(z)
         l1 = (pic - truth).abs().mean()

@@ -426,3 +426,31 @@ def test_guidance_moves_away_from_the_prediction_without_the_sentence_or_picture
     torch.save({"config": {"width": 160}, "state": {}}, folder / "world.pt")  # a transformer
     with pytest.raises(ValueError, match="convolutional"):
         set_guidance(2.0, 2.0, folder)
+
+
+def test_the_decoder_tune_sees_the_conv_models_chain_where_its_frames_stand():
+    """The GameNGen decoder tune on a conv generator: rounds 0 gives the true latents of the
+    frames after each window's context; otherwise the model's own chain from that context,
+    its first frame exactly one prediction from the truth and the rows the same."""
+    from engine.model.conv_world import sample_frame
+    from engine.train.finetune import decoder_latents
+
+    bank = LatentBank.build([episode(frames=30), episode(frames=30, seed=1)], table())
+    model = small(context=3).eval()
+    starts = torch.tensor([0, 34])
+    truth, rows = decoder_latents(model, bank, starts, window=4, rounds=0)
+    assert rows.tolist() == [3, 4, 5, 6, 37, 38, 39, 40]
+    assert torch.equal(truth, bank.video[rows].float())
+    with torch.no_grad():
+        chain, chain_rows = decoder_latents(model, bank, starts, window=4, rounds=2)
+        w = conv_windows(bank, starts, 7)
+        first, _ = sample_frame(
+            model,
+            w["video"][:, :3],
+            torch.ones(2, 3, dtype=torch.bool),
+            w["audio"][:, 2],
+            frame_conditioning(w, 3, torch.zeros(2)),
+        )
+    assert torch.equal(chain_rows, rows) and chain.shape == truth.shape
+    assert torch.allclose(chain.view(2, 4, *chain.shape[1:])[:, 0], first, atol=1e-6)
+    assert not torch.allclose(chain, truth)

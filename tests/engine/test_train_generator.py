@@ -180,7 +180,8 @@ def test_fine_tunes_write_a_complete_weights_folder_with_only_the_tuned_part_cha
     from engine.model.audio_ae import AudioAE, AudioAEConfig
     from engine.model.checkpoint import load_checkpoint, save_checkpoint
     from engine.model.video_ae import VideoAE, VideoAEConfig
-    from engine.train.finetune import FinetuneConfig, write_weights
+    from engine.train.finetune import FinetuneConfig
+    from engine.train.weights_folder import write_weights
 
     base = tmp_path / "base"
     video = VideoAE(VideoAEConfig(stem=8, widths=(8, 8, 8)))
