@@ -2,8 +2,9 @@
 
 Writes model.mp4 (what the runtime generates, with its audio), sim.mp4 (the simulator under
 the same inputs), side_by_side.mp4 (sim left, model right, model audio) and contact.png
-(sim row above model row). By default the model starts from the simulator's first frames
-(--prime) so the two are comparable; --no-prime starts from nothing but the theme.
+(sim row above model row). The model plays the simulator's episode through the eval's player
+(the runtime API). By default it starts from the simulator's first frames (--prime) so the two
+are comparable; --no-prime starts as the product does, from the theme's opening keyframes.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.runtime import Action, Prompt, World
-from engine.sim import FrameInputs, SimWorld, WorldSpec
+from engine.eval.episodes import PRIME_FRAMES, ModelPlayer, SimEpisode
+from engine.runtime import World
+from engine.sim import FrameInputs, WorldSpec
 from engine.sim.constants import KEY_BITS
 from engine.sim.themes import THEME_NAMES
 from engine.sim.video import contact_sheet, save_png, write_mp4
@@ -65,34 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     world = World.load(args.weights, threads=args.threads)
-    context = world.model.config.context if args.prime else 0
+    context = PRIME_FRAMES if args.prime else 0
     total = context + args.frames
-    spec = WorldSpec(args.seed, args.world)
-    sim = SimWorld(spec)
-    steps = [sim.step(inp) for inp in sim_inputs(total, context)]
-    sim_frames = np.stack([s.rgb for s in steps])
-    sim_audio = np.stack([s.audio for s in steps])
-
-    session = world.start(spec)
-    if context:
-        session.prime(sim_frames[:context], sim_audio[:context])
-    by_t: dict[int, list[dict]] = {}
-    for t, ev in DEMO_SCRIPT:
-        by_t.setdefault(t, []).append(ev)
-    video: list[np.ndarray] = []
-    audio: list[np.ndarray] = []
+    ep = SimEpisode(WorldSpec(args.seed, args.world), sim_inputs(total, context)).simulate()
+    player = ModelPlayer(world)
+    session = player.start(ep, context) if context else player.open(ep)
     with torch.inference_mode():
-        while len(video) < args.frames:
-            for ev in by_t.get(len(video), ()):
-                session.push(
-                    Action(tuple(ev["keys"])) if ev["kind"] == "action" else Prompt(ev["text"])
-                )
-            chunk = session.next_chunk(max_frames=1)
-            video += list(chunk.video)
-            audio.append(chunk.audio)
-    model_frames = np.stack(video[: args.frames])
-    model_audio = np.concatenate(audio)[: args.frames * 800].reshape(args.frames, 800)
-    truth, truth_audio = sim_frames[context:], sim_audio[context:]
+        model_frames, wave = player.play(session, ep, context, total)
+    model_audio = wave.reshape(args.frames, -1)
+    truth, truth_audio = ep.frames[context:], ep.audio[context:]
 
     args.out.mkdir(parents=True, exist_ok=True)
     write_mp4(args.out / "model.mp4", model_frames, model_audio)

@@ -21,13 +21,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from engine.eval.metrics import luminance, sharpness_ratio
+from engine.eval.metrics import luminance, seam_ratio, sharpness_ratio
 from engine.model.video_ae import VideoAE, tensor_to_frames
 from engine.model.world import WorldModel
 from engine.runtime.rollout import LatentRollout
 
 from .bank import LatentBank
-from .measure import seam_ratio
 
 
 @dataclass

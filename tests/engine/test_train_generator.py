@@ -165,7 +165,7 @@ def test_stratified_error_bank_keeps_every_error_quartile():
 
 
 def test_seam_ratio_finds_a_latent_tile_mosaic():
-    from engine.train.measure import seam_ratio
+    from engine.eval.metrics import seam_ratio
 
     rng = np.random.default_rng(0)
     tiles = rng.integers(0, 255, (2, 4, 4, 3)).astype(np.uint8)
