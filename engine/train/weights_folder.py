@@ -7,6 +7,8 @@ import dataclasses
 import shutil
 from pathlib import Path
 
+import torch
+
 from engine.model.checkpoint import save_checkpoint
 from engine.model.conv_world import ConvWorldModel
 from engine.model.video_ae import VideoAE
@@ -31,18 +33,9 @@ def write_weights(
         if (Path(cfg.weights) / name).exists():
             shutil.copy(Path(cfg.weights) / name, dest / name)
     train = {"warm_start": cfg.weights, **dataclasses.asdict(cfg)}
-    if world is not None:
-        save_checkpoint(
-            dest / "world.pt",
-            copy.deepcopy(world).float().cpu().eval(),
-            {"step": step, "train": train},
-            half=True,
-        )
-    if video_ae is not None:
-        save_checkpoint(
-            dest / "video_ae.pt",
-            copy.deepcopy(video_ae).float().cpu().eval(),
-            {"step": step, "train": train},
-            half=True,
-        )
+    tuned: dict[str, torch.nn.Module | None] = {"world.pt": world, "video_ae.pt": video_ae}
+    for name, part in tuned.items():
+        if part is not None:
+            tuned_copy = copy.deepcopy(part).float().cpu().eval()
+            save_checkpoint(dest / name, tuned_copy, {"step": step, "train": train}, half=True)
     return dest
