@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .sampler import EulerSampler
 from .world import INPUT_FEATURES
 
 MEMORY_SLOTS = 4  # sentences remembered (the runtime and the training data keep 4 as well)
@@ -306,12 +307,10 @@ def sample_frame(
     if not model.config.denoise:
         return guided_prediction(model, context, valid, prev_audio, cond)
     assert noise is not None, "a denoising model samples from noise"
-    steps = model.config.sampler_steps
+    sampler = EulerSampler(model.config.sampler_steps)
     x = noise
-    b = x.shape[0]
-    for k in range(steps):
-        s, s_next = k / steps, (k + 1) / steps
-        cond.level = torch.full((b,), s, device=x.device)
+    for s in sampler.levels():
+        cond.level = torch.full((x.shape[0],), s, device=x.device)
         estimate, audio = model(context, valid, prev_audio, cond, noisy=x)
-        x = x + (s_next - s) / (1 - s) * (estimate - x)
+        x = sampler.step(x, (estimate - x) / (1 - s))  # the velocity toward the estimate
     return x, audio
