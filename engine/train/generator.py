@@ -20,7 +20,7 @@ from tqdm import tqdm
 from engine.model.checkpoint import save_checkpoint
 from engine.model.sampler import EulerSampler
 from engine.model.video_ae import tensor_to_frames
-from engine.model.world import Blocks, Memory, WorldModel, WorldModelConfig
+from engine.model.world import Blocks, Memory, WorldModel
 
 from .bank import LatentBank
 from .common import Budget, LossLog, cosine_lr, optimizer_step, pick_device, resume
@@ -192,13 +192,8 @@ def train_generator(cfg: GeneratorTrainConfig) -> Path:
     )
     video_ae, audio_ae = load_tokenizers(cfg.tokenizers)
     a_cfg = audio_ae.config
-    model_cfg = WorldModelConfig(
-        width=cfg.width,
-        depth=cfg.depth,
-        heads=cfg.heads,
-        context=cfg.context,
-        latent_channels=video_ae.config.latent_channels,
-        audio_dim=a_cfg.latent_dim,
+    model_cfg = dataclasses.replace(
+        cfg.model, latent_channels=video_ae.config.latent_channels, audio_dim=a_cfg.latent_dim
     )
     model = WorldModel(model_cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))

@@ -1,8 +1,11 @@
-"""The generator's training configuration (kept apart so presets import nothing heavy)."""
+"""The transformer generator's training configuration: what to train on and how; the model's
+own shape is its `WorldModelConfig`, carried whole (the checkpoint stores that config)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from engine.model.world import WorldModelConfig
 
 
 @dataclass
@@ -13,10 +16,6 @@ class GeneratorTrainConfig:
     minutes: float = 40.0
     batch: int = 8
     window: int = 6  # frames per training window; every frame is a target
-    context: int = 5  # clean frames a block attends to (the runtime's rolling KV window)
-    width: int = 192
-    depth: int = 6
-    heads: int = 6
     lr: float = 6e-4
     audio_weight: float = 0.5
     first_frame_share: float = 0.1  # windows that open an episode (the cold start)
@@ -28,3 +27,6 @@ class GeneratorTrainConfig:
     checkpoint_every_s: float = 180.0
     sample_every_s: float = 600.0
     device: str = "auto"
+    # The shape of the model (its context is the runtime's rolling KV window); latent sizes
+    # come from the tokenizers it is trained on.
+    model: WorldModelConfig = field(default_factory=WorldModelConfig)

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.model.world import WorldModelConfig
+
 from .generator_config import GeneratorTrainConfig
 from .tokenizers import TokenizerTrainConfig
+
+# The shipped generator's shape: real time on one CPU thread beside the VP8 encoder.
+SHIPPED_SHAPE = WorldModelConfig(width=160, depth=6, heads=5, context=5)
 
 
 @dataclass(frozen=True)
@@ -23,7 +28,7 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     "cpu": Preset(
         TokenizerTrainConfig(minutes=14, batch=16, crop=64, audio_minutes=5),
-        GeneratorTrainConfig(minutes=50, batch=8, window=6, width=160, depth=6, heads=5),
+        GeneratorTrainConfig(minutes=50, batch=8, window=6, model=SHIPPED_SHAPE),
     ),
     "gpu": Preset(
         TokenizerTrainConfig(
@@ -46,10 +51,7 @@ PRESETS: dict[str, Preset] = {
             minutes=3.5,
             batch=256,
             window=8,
-            context=5,
-            width=160,
-            depth=6,
-            heads=5,
+            model=SHIPPED_SHAPE,
             lr=1e-3,
             own_share=0.5,
             first_frame_share=0.1,
