@@ -7,7 +7,8 @@
 `finetune` trains the world transformer (tokenizers frozen) with rollout context, stronger
 context noise, run-time-sized context masks and optionally Error Bank replay. `decoder` is the
 GameNGen decoder fine-tune: encoder and generator frozen, the video decoder learns to turn the
-generator's own (soft, drifted) latents into the true frames, with L1 and a patch critic.
+generator's own (soft, drifted) latents into the true frames, with L1 and a patch critic; the
+generator is whichever `weights/world.pt` holds (the transformer or the conv model).
 Both resume from `out/state.pt` and finish by writing `out/weights/`, a complete weights folder
 (`World.load(out/weights)`, `--weights` for bench, eval and measure).
 """
