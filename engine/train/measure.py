@@ -25,14 +25,13 @@ from engine.data.layout import HELDOUT_SEED_BASE
 from engine.eval.episodes import PRIME_FRAMES, ModelPlayer, SimEpisode, agent_episode
 from engine.eval.metrics import brightness_drift, pooled_psnr, seam_ratio, sharpness_ratio
 from engine.eval.protocols import walk_episode
-from engine.eval.run import FIDELITY_FRAMES, FIDELITY_START
+from engine.eval.run import FIDELITY_FRAMES, FIDELITY_START, HORIZONS
 from engine.runtime.session import World
 from engine.sim import FrameInputs, WorldSpec
 from engine.sim.themes import THEME_NAMES
 
 from .plots import image_grid
 
-HORIZONS = (1, 16, 64)
 SHEET_SEED_BASE = HELDOUT_SEED_BASE + 900
 LONG_MARKS_S = (0, 10, 30, 60, 90)  # where the long rollouts are sampled (seconds)
 
