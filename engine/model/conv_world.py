@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .latent_codes import code_latents
 from .sampler import EulerSampler
 from .world import INPUT_FEATURES
 
@@ -60,7 +61,22 @@ class ConvWorldConfig:
     text_guidance: float = 1.0
     image_guidance: float = 1.0
     project_context: bool = False
+    # > 0: the picture is a code per latent cell from a learnt codebook of this size
+    # (engine/model/latent_codes.py); the model classifies each cell and a code is drawn at
+    # `code_temperature` (0 = the likeliest code), so its history is always real patches
+    codes: int = 0
+    code_temperature: float = 0.7
     extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class Prediction:
+    """One evaluation: the regressed next latent (B, C, S, S), the next audio latent (B, A),
+    and for a code model each cell's code logits (B, K, S, S)."""
+
+    video: torch.Tensor
+    audio: torch.Tensor
+    logits: torch.Tensor | None = None
 
 
 @dataclass
@@ -158,6 +174,15 @@ class ConvWorldModel(nn.Module):
         self.audio_head = nn.Sequential(
             nn.Linear(wl + d + cfg.audio_dim, 2 * d), nn.SiLU(), nn.Linear(2 * d, cfg.audio_dim)
         )
+        if cfg.codes:
+            # logits = scale * -|z - code|^2 (up to a per-cell constant) + a learnt correction:
+            # a regressor gains code heads that start as "the code nearest its prediction"
+            self.register_buffer("codebook", torch.zeros(cfg.codes, c))
+            self.code_scale = nn.Parameter(torch.tensor(1.0))
+            self.code_out = nn.Conv2d(w, cfg.codes, 1)
+            assert self.code_out.bias is not None
+            nn.init.zeros_(self.code_out.weight)
+            nn.init.zeros_(self.code_out.bias)
 
     def condition(self, c: Conditioning) -> torch.Tensor:
         """(B, cond_dim) conditioning vector."""
@@ -188,6 +213,18 @@ class ConvWorldModel(nn.Module):
         (B, A) -> (next video latent (B, C, S, S), next audio latent (B, A)). A denoising model
         also reads `noisy` (B, C, S, S), the frame at flow level `cond.level`, and returns its
         estimate of the clean frame."""
+        p = self.predict(context, valid, prev_audio, cond, noisy)
+        return p.video, p.audio
+
+    def predict(
+        self,
+        context: torch.Tensor,
+        valid: torch.Tensor,
+        prev_audio: torch.Tensor,
+        cond: Conditioning,
+        noisy: torch.Tensor | None = None,
+    ) -> Prediction:
+        """`forward`'s outputs, plus the code logits of a code model."""
         b, k, _, s, _ = context.shape
         mask = valid.float()[:, :, None, None, None]
         planes = mask.expand(b, k, 1, s, s)
@@ -220,7 +257,30 @@ class ConvWorldModel(nn.Module):
             newest = warp(newest, self.flow_out(features))
         audio = self.audio_head(torch.cat([pooled, e, prev_audio], dim=-1))
         limit = self.config.clamp
-        return (newest + delta).clamp(-limit, limit), audio.clamp(-limit, limit)
+        video = (newest + delta).clamp(-limit, limit)
+        logits = self.code_logits(video, features) if self.config.codes else None
+        return Prediction(video, audio.clamp(-limit, limit), logits)
+
+    def code_logits(self, video: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        """(B, K, S, S): -scale * |video - code|^2 per cell (the per-cell |video|^2 term
+        drops out of a softmax over codes) plus the learnt correction."""
+        codebook: torch.Tensor = self.codebook  # type: ignore[assignment]
+        near = (
+            2 * torch.einsum("bchw,kc->bkhw", video, codebook)
+            - codebook.pow(2).sum(1)[None, :, None, None]
+        )
+        return self.code_scale * near + self.code_out(features)
+
+    def draw_codes(self, logits: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
+        """A code per cell (B, S, S) at the config's temperature, as latents (B, C, S, S)."""
+        t = self.config.code_temperature
+        if t <= 0:
+            picked = logits.argmax(dim=1)
+        else:
+            b, k, h, w = logits.shape
+            probs = torch.softmax(logits.permute(0, 2, 3, 1).reshape(-1, k) / t, dim=-1)
+            picked = torch.multinomial(probs, 1, generator=gen).view(b, h, w)
+        return code_latents(picked, self.codebook)  # type: ignore[arg-type]
 
 
 def warp(latent: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
@@ -300,10 +360,16 @@ def sample_frame(
     prev_audio: torch.Tensor,
     cond: Conditioning,
     noise: torch.Tensor | None = None,
+    gen: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The next frame: one evaluation of a regressing model, or `sampler_steps` Euler steps of
-    a denoising one from `noise` (B, C, S, S) at level 0 up to the clean estimate at level 1
-    (x_s = s * x + (1 - s) * noise; each step moves x_s toward the model's clean estimate)."""
+    """The next frame: one evaluation of a regressing model, a code per cell drawn with `gen`
+    from a code model's logits, or `sampler_steps` Euler steps of a denoising one from `noise`
+    (B, C, S, S) at level 0 up to the clean estimate at level 1 (x_s = s * x + (1 - s) *
+    noise; each step moves x_s toward the model's clean estimate)."""
+    if model.config.codes:
+        p = model.predict(context, valid, prev_audio, cond)
+        assert p.logits is not None
+        return model.draw_codes(p.logits, gen), p.audio
     if not model.config.denoise:
         return guided_prediction(model, context, valid, prev_audio, cond)
     assert noise is not None, "a denoising model samples from noise"

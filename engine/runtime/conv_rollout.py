@@ -8,7 +8,8 @@ sessions, the eval and measurements run either generator through `World.new_roll
     z, a = roll.generate(inputs, frame, text)        # the model's next frame
 
 A frame costs one network evaluation (`sampler_steps` for a denoising model, from noise
-drawn with the session's seed); the history is the last `context` latents.
+drawn with the session's seed; a code model draws its codes with that seed); the history is the
+last `context` latents.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 
 from engine.model.conv_world import MEMORY_SLOTS, Conditioning, ConvWorldModel, sample_frame
+from engine.model.latent_codes import code_latents, nearest_codes
 
 
 class ConvRollout:
@@ -31,7 +33,7 @@ class ConvRollout:
     ):
         del steps, project  # the model's own sampler steps; it never re-encodes
         self.model = model
-        self.gen = torch.Generator().manual_seed(seed)  # a denoising model's noise
+        self.gen = torch.Generator().manual_seed(seed)  # a denoiser's noise, a code model's draws
         cfg = model.config
         self.theme = torch.tensor([theme])
         self.image = self._image_row(image_token)
@@ -100,7 +102,11 @@ class ConvRollout:
         read."""
         del inputs, text
         cfg = self.model.config
-        self.history.append(z.reshape(cfg.latent_channels, cfg.latent_size, cfg.latent_size))
+        z = z.reshape(1, cfg.latent_channels, cfg.latent_size, cfg.latent_size)
+        if cfg.codes:  # a code model's history is codes (it trained on nothing else)
+            codebook = self.model.codebook
+            z = code_latents(nearest_codes(z, codebook), codebook)  # type: ignore[arg-type]
+        self.history.append(z[0])
         self.history = self.history[-cfg.context :]
         self.audio = torch.as_tensor(audio).float().view(1, -1)
         self.frame = frame + 1
@@ -118,6 +124,6 @@ class ConvRollout:
             shape = (1, cfg.latent_channels, cfg.latent_size, cfg.latent_size)
             noise = torch.randn(shape, generator=self.gen)
         cond = self._conditioning(inputs, frame, text)
-        z, a = sample_frame(self.model, context, valid, self.audio, cond, noise)
+        z, a = sample_frame(self.model, context, valid, self.audio, cond, noise, self.gen)
         self.observe(z[0], a[0], inputs, frame)
         return z[0], a[0]

@@ -1,7 +1,8 @@
 """CLI: `python -m engine.train STAGE --preset {cpu,gpu}`; STAGE is video, audio, generator,
 ship, text-table (sentence embeddings for a machine without the text encoder), openings
 (keyframes sessions start from), sampler-steps (the shipped generator's default), guidance
-(a conv generator's run-time text and image guidance), measure
+(a conv generator's run-time text and image guidance), code-temperature (a code model's
+run-time draw temperature), measure
 (rollout picture quality against the simulator, engine/train/measure.py), sheets (60-second
 contact sheets per theme), audio-study (what a per-frame audio latent can carry; SNR and
 log-spectral distance of audio tokenizers on held-out audio), or the issue-11 fine-tunes
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
             "openings",
             "sampler-steps",
             "guidance",
+            "code-temperature",
             "measure",
             "sheets",
             "errorbank",
@@ -180,6 +182,18 @@ def main(argv: list[str] | None = None) -> int:
         help="conv: share of each batch in which a reference image arrives (recolouring)",
     )
     parser.add_argument(
+        "--codes",
+        type=int,
+        default=None,
+        help="conv: a code model with a codebook of this size (an --init regressor gets heads)",
+    )
+    parser.add_argument(
+        "--code-temperature",
+        type=float,
+        default=None,
+        help="conv, code-temperature: a code model's draw temperature (0 = likeliest code)",
+    )
+    parser.add_argument(
         "--refine-width",
         type=int,
         default=None,
@@ -245,6 +259,14 @@ def main(argv: list[str] | None = None) -> int:
 
         path = set_guidance(
             args.text_guidance, args.image_guidance, Path(args.dest) if args.dest else WEIGHTS
+        )
+    elif args.stage == "code-temperature":
+        from .ship import WEIGHTS, set_code_temperature
+
+        if args.code_temperature is None:
+            parser.error("code-temperature needs --code-temperature T")
+        path = set_code_temperature(
+            args.code_temperature, Path(args.dest) if args.dest else WEIGHTS
         )
     elif args.stage == "openings":
         from .ship import WEIGHTS, write_openings
@@ -328,6 +350,12 @@ def main(argv: list[str] | None = None) -> int:
                 },
                 flow=args.flow,
                 denoise=args.denoise,
+                codes=args.codes or 0,
+                **(
+                    {"code_temperature": args.code_temperature}
+                    if args.code_temperature is not None
+                    else {}
+                ),
                 sampler_steps=DENOISER_STEPS if args.denoise else 1,
             ),
             "seed": args.seed,

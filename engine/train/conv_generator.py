@@ -15,6 +15,13 @@ builds on the way (drifted brightness, blur, lost objects) are stored with where
 they stand; that share of every later batch starts from a stored history instead of the
 true one, the targets being the true continuation. `bank_share = 0` is the ablation.
 
+Code models (`--codes K`, engine/model/latent_codes.py): the data's latents are replaced by
+their nearest codes (a codebook fitted by k-means on the data when the model has none), every
+predicted cell is scored by cross-entropy against the true cell's code (plus the regression
+loss its logits start from), and the chain goes on from codes drawn as at run time, with no
+gradient through the draw. `--init` with a regressor gives it code heads that start as "the
+code nearest the regression".
+
 Tokenizers and opening keyframes are frozen (copied from `weights`); the run resumes from
 `out/state.pt` and writes a complete weights folder `out/weights/` at every checkpoint.
 """
@@ -31,6 +38,7 @@ from tqdm import tqdm
 
 from engine.model.checkpoint import atomic_save, load_payload
 from engine.model.conv_world import Conditioning, ConvWorldConfig, ConvWorldModel, sample_frame
+from engine.model.latent_codes import code_latents, fit_codebook, nearest_codes
 from engine.model.world_loader import load_world_model
 
 from .bank import LatentBank
@@ -80,6 +88,7 @@ class ConvTrainConfig:
     init_critic: str | None = None  # a critic.pt (written beside a run's weights) to start from
     image_share: float = 0.0  # share of every batch whose predicted frames see a reference
     # image arrive (the world recolours; rare in the data otherwise)
+    code_weight: float = 1.0  # a code model's cross-entropy weight (its regression keeps 1)
     # The shape of a new model (warm starts keep their own); a denoiser's sampler_steps is
     # its Euler steps per frame, in the Error Bank's rollouts and at run time.
     model: ConvWorldConfig = field(default_factory=ConvWorldConfig)
@@ -169,6 +178,7 @@ class StepLosses:
     audio: torch.Tensor
     adversarial: torch.Tensor | None = None
     pairs: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+    codes: torch.Tensor | None = None  # a code model's cross-entropy
 
 
 def unrolled_loss(
@@ -199,22 +209,28 @@ def unrolled_loss(
     dropped = torch.rand(b, generator=gen).to(dev) < cfg.drop_share
     missing = torch.randint(1, k + 1, (b,), generator=gen).to(dev)
     valid &= ~(dropped[:, None] & (torch.arange(k, device=dev)[None] < missing[:, None]))
-    video_loss = audio_loss = torch.zeros((), device=dev)
+    video_loss = audio_loss = code_loss = torch.zeros((), device=dev)
     predictions = []
     for r in range(cfg.unroll):
         t = k + r
-        z, a = model(ctx, valid, prev_audio, frame_conditioning(w, t, noise))
+        p = model.predict(ctx, valid, prev_audio, frame_conditioning(w, t, noise))
+        z, a = p.video, p.audio
         target = w["video"][:, t]
         video_loss = video_loss + F.mse_loss(z, target) + 0.5 * F.l1_loss(z, target)
         audio_loss = audio_loss + F.mse_loss(a, w["audio"][:, t])
         predictions.append(z)
+        if p.logits is not None:  # a code model goes on from the codes it draws
+            code_loss = code_loss + F.cross_entropy(p.logits, w["codes"][:, t])
+            with torch.no_grad():
+                z = model.draw_codes(p.logits, gen)
         ctx = torch.cat([ctx[:, 1:], z[:, None]], dim=1)
         valid = torch.cat([valid[:, 1:], torch.ones(b, 1, dtype=torch.bool, device=dev)], dim=1)
         prev_audio = a
     video_loss, audio_loss = video_loss / cfg.unroll, audio_loss / cfg.unroll
-    loss = video_loss + cfg.audio_weight * audio_loss
+    code_loss = code_loss / cfg.unroll
+    loss = video_loss + cfg.audio_weight * audio_loss + cfg.code_weight * code_loss
     if critic is None:
-        return StepLosses(loss, video_loss, audio_loss)
+        return StepLosses(loss, video_loss, audio_loss, codes=code_loss)
     steps = slice(k, k + cfg.unroll)
     pairs = (
         w["video"][:, k - 1 : k - 1 + cfg.unroll].flatten(0, 1),
@@ -290,7 +306,7 @@ def collect_histories(
         t = k + h - 1
         sample_noise = torch.randn(ctx[:, 0].shape, generator=gen).to(ctx.device)
         z, audio = sample_frame(
-            model, ctx, valid, audio, frame_conditioning(w, t, zeros), sample_noise
+            model, ctx, valid, audio, frame_conditioning(w, t, zeros), sample_noise, gen
         )
         ctx = torch.cat([ctx[:, 1:], z[:, None]], dim=1)
         if h in marks:
@@ -312,6 +328,8 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
         model = load_world_model(cfg.init)
         if not isinstance(model, ConvWorldModel):
             raise ValueError(f"{cfg.init} holds no convolutional world model")
+        if wanted.codes and not model.config.codes:
+            return with_code_heads(model, wanted.codes)
         return model
     shipped = Path(cfg.weights) / "world.pt"
     if shipped.exists():
@@ -320,9 +338,43 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
             isinstance(model, ConvWorldModel)
             and model.config.denoise == wanted.denoise
             and model.config.flow == wanted.flow
+            and model.config.codes == wanted.codes
         ):
             return model
     return ConvWorldModel(wanted)
+
+
+def with_code_heads(model: ConvWorldModel, codes: int) -> ConvWorldModel:
+    """A regressor as a code model: the same weights, code heads that start at "the code
+    nearest the regression" and an empty codebook (fitted on the data before training)."""
+    if model.config.denoise:
+        raise ValueError("code heads go on a regressing model (not a denoiser)")
+    coded = ConvWorldModel(dataclasses.replace(model.config, codes=codes))
+    missing, unexpected = coded.load_state_dict(model.state_dict(), strict=False)
+    assert not unexpected and all(n.startswith(("code", "codebook")) for n in missing), missing
+    return coded
+
+
+def quantize_bank(
+    model: ConvWorldModel,
+    bank: LatentBank,
+    samples: int = 400_000,
+    gen: torch.Generator | None = None,
+) -> torch.Tensor:
+    """A code model's data: fit its codebook on `samples` of the bank's latent cells if it has
+    none, replace the bank's latents by their nearest codes, and return every frame's codes
+    (N, S, S)."""
+    codebook: torch.Tensor = model.codebook  # type: ignore[assignment]
+    if not codebook.abs().sum():
+        c = bank.video.shape[1]
+        cells = bank.video.permute(0, 2, 3, 1).reshape(-1, c)
+        pick = torch.randint(len(cells), (min(samples, len(cells)),), generator=gen)
+        codebook.copy_(fit_codebook(cells[pick.to(cells.device)].cpu(), len(codebook)))
+    indices = torch.cat(
+        [nearest_codes(bank.video[i : i + 512], codebook) for i in range(0, len(bank.video), 512)]
+    )
+    bank.video = code_latents(indices, codebook).to(bank.video.dtype)
+    return indices
 
 
 def adversarial_parts(
@@ -332,8 +384,8 @@ def adversarial_parts(
     named parts a checkpoint saves and resumes them by."""
     if cfg.adv_weight <= 0:
         return None, None, {}
-    if model.config.denoise:
-        raise ValueError("the adversarial loss is for regressing models (drop --denoise)")
+    if model.config.denoise or model.config.codes:
+        raise ValueError("the adversarial loss is for regressing models (no --denoise, --codes)")
     critic = LatentCritic(model.config.latent_channels)
     if cfg.init_critic is not None:
         critic.load_state_dict(load_payload(cfg.init_critic)["critic"])
@@ -384,6 +436,9 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
     critic, critic_opt, adversary = adversarial_parts(cfg, model, device)
     state = out / "state.pt"
     step, spent = resume(state, model=model, opt=opt, **adversary)
+    codes = None  # a code model's targets: every data frame's codes (N, S, S)
+    if model.config.codes:  # after resuming: a resumed codebook is kept, not refitted
+        codes = quantize_bank(model, bank, gen=torch.Generator().manual_seed(cfg.seed))
     c, s, a = model.config.latent_channels, model.config.latent_size, model.config.audio_dim
     errors = ErrorHistories.empty(model.config.context, c, s, a, device)
     if state.exists() and "errors" in (saved := torch.load(state, weights_only=True)):
@@ -420,11 +475,15 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
             bad_a = torch.cat([errors.audio[pick][:1].expand(pad, -1) * 0, errors.audio[pick]])
             history = (bad_v.to(device), bad_a.to(device), rows)
         w = conv_windows(bank, starts, window)
+        if codes is not None:
+            w["codes"] = codes[starts[:, None] + torch.arange(window, device=device)]
         loss_of = denoise_loss if model.config.denoise else unrolled_loss
         losses = loss_of(model, w, cfg, gen, history, critic)
         if step >= cfg.critic_warmup or critic is None:
             optimizer_step(opt, losses.loss, clip=model.parameters())
         figures = {"video": losses.video.item(), "audio": losses.audio.item()}
+        if codes is not None and losses.codes is not None:
+            figures["codes"] = losses.codes.item()
         if critic is not None and losses.pairs is not None:
             assert critic_opt is not None and losses.adversarial is not None
             d_loss, relativistic = critic_loss(critic, *losses.pairs, gamma=cfg.adv_gamma)
@@ -446,6 +505,7 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
                 **adversary,
             )
             shown = ("video", "audio") + (("generator_adv", "critic") if critic else ())
+            shown += ("codes",) if codes is not None else ()
             line_plot(out / "loss.png", log.series(*shown), "conv world: unrolled loss")
             write_weights(cfg, out, world=model, step=step)
             if critic is not None:

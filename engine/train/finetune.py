@@ -8,7 +8,8 @@
 context noise, run-time-sized context masks and optionally Error Bank replay. `decoder` is the
 GameNGen decoder fine-tune: encoder and generator frozen, the video decoder learns to turn the
 generator's own (soft, drifted) latents into the true frames, with L1 and a patch critic; the
-generator is whichever `weights/world.pt` holds (the transformer or the conv model).
+generator is whichever `weights/world.pt` holds (the transformer or the conv model; a code
+model's true latents are its codes, so the decoder also learns to draw the codebook).
 Both resume from `out/state.pt` and finish by writing `out/weights/`, a complete weights folder
 (`World.load(out/weights)`, `--weights` for bench, eval and measure).
 """
@@ -40,7 +41,7 @@ from .common import (
     resume,
     save_state,
 )
-from .conv_generator import conv_windows, frame_conditioning
+from .conv_generator import conv_windows, frame_conditioning, quantize_bank
 from .errorbank import ErrorBank, frames_of_bank, replay_batch
 from .generator import flow_loss, make_memory, own_context
 from .latents import encode_dataset, tokenizer_fingerprint
@@ -247,6 +248,8 @@ def train_decoder(cfg: DecoderTuneConfig) -> Path:
     world = load_world_model(Path(cfg.weights) / "world.pt").to(device).eval()
     world.requires_grad_(False)
     history = world.config.context if isinstance(world, ConvWorldModel) else 0
+    if isinstance(world, ConvWorldModel) and world.config.codes:
+        quantize_bank(world, bank)  # a code model's pictures are codes: the decoder learns them
     ae = load_checkpoint(Path(cfg.weights) / "video_ae.pt", VideoAE, VideoAEConfig).to(device)
     ae.encoder.requires_grad_(False)
     disc = PatchDiscriminator().to(device)

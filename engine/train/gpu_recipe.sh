@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GPU recipe v5 (issue 11): the convolutional world model (engine/model/conv_world.py) on one
-# 15-minute H200 lease; v4 plus reference images arriving mid-episode and a carried critic.
+# GPU recipe v6 (issue 11): the convolutional world model (engine/model/conv_world.py) on one
+# 15-minute H200 lease; v5 (v4 plus reference images arriving mid-episode and a carried
+# critic) plus a fifth arm, `codes`: the candidate as a code model (MODEL.md, v7 experiments).
 # Every arm warm-starts from engine/weights/world.pt when that is a conv model, so progress
 # accumulates across sessions even when runs/ is gone.
 #
@@ -27,11 +28,13 @@
 #             the two regressing arms start from engine/weights/candidates/conv_critic.pt
 #             (`critic` also from the critic beside it, conv_critic.critic.pt, if kept, after
 #             50 steps in which only the critic learns), and an eighth of their windows show a
-#             reference image arriving (--image-share).
+#             reference image arriving (--image-share); `codes`, the candidate with code heads
+#             over a 1,024-code latent codebook (--codes 1024: cross-entropy per latent cell,
+#             chains go on from drawn codes; on the CPU 1,400 steps were too few to commit).
 #   measure   every arm on the CPU as soon as it is trained (engine/train/measure.py), JSON and
 #             long_play.png into OUT; OUT/gpu.csv samples utilisation and memory every 5 s
-#   ship      OUT/weights (main), OUT/nobank, OUT/regress, OUT/critic: world.pt each
-#             (tokenizers unchanged), OUT/critic/critic.pt
+#   ship      OUT/weights (main), OUT/nobank, OUT/regress, OUT/critic, OUT/codes: world.pt
+#             each (tokenizers unchanged), OUT/critic/critic.pt
 # Back here: compare OUT/measure_*.json with the shipped weights' measurement (MODEL.md),
 # look at the PNGs, and copy a world.pt into engine/weights only if it is better.
 set -euo pipefail
@@ -47,7 +50,7 @@ else
     runs=runs/gpu_v4 device=auto measure_threads=2 bank="--bank-every 100 --bank-rollouts 64"
 fi
 workers=${WORKERS:-$(nproc --all)}
-arms="main nobank regress critic"
+arms="main nobank regress critic codes"
 data=$runs/data logs=$runs/logs
 mkdir -p "$out" "$logs"
 stamp() { echo "[$(date +%T)] $*"; }
@@ -96,6 +99,7 @@ declare -A arm_args=(
     [nobank]="--denoise --bank-share 0 --unroll 4"
     [regress]="--bank-share 0.25 --unroll 8 --image-share 0.125"
     [critic]="--bank-share 0.25 --unroll 8 --image-share 0.125 --adv-weight 0.1 --critic-warmup 50"
+    [codes]="--codes 1024 --bank-share 0.25 --unroll 8 --image-share 0.125"
 )
 # The best CPU-trained conv regressor so far (MODEL.md, v4 experiments) is kept as a
 # candidate: the regressing arms start from it instead of from nothing.
@@ -103,6 +107,7 @@ candidate=engine/weights/candidates/conv_critic.pt
 if [[ -f $candidate ]]; then
     arm_args[regress]+=" --init $candidate"
     arm_args[critic]+=" --init $candidate"
+    arm_args[codes]+=" --init $candidate"
 fi
 if [[ -f ${candidate%.pt}.critic.pt ]]; then  # the critic it was trained against, if kept
     arm_args[critic]+=" --init-critic ${candidate%.pt}.critic.pt"

@@ -44,23 +44,35 @@ def set_sampler_steps(steps: int, weights: Path = WEIGHTS) -> Path:
     """Change the shipped generator's default sampler steps (a run-time knob, not trained)."""
     if steps < 1:
         raise ValueError("sampler steps must be >= 1")
-    path = weights / "world.pt"
-    ckpt = load_payload(path)
-    ckpt["config"]["sampler_steps"] = steps
-    atomic_save(ckpt, path)
-    return path
+    return _set_config(weights, sampler_steps=steps)
 
 
 def set_guidance(text: float, image: float, weights: Path = WEIGHTS) -> Path:
     """Set a conv generator's run-time text and image guidance (1 = off; not trained)."""
     if text < 0 or image < 0:
         raise ValueError("guidance weights must be >= 0 (1 turns guidance off)")
+    return _set_config(
+        weights, conv_only=True, text_guidance=float(text), image_guidance=float(image)
+    )
+
+
+def set_code_temperature(temperature: float, weights: Path = WEIGHTS) -> Path:
+    """Set a code model's run-time draw temperature (0 = always the likeliest code)."""
+    if temperature < 0:
+        raise ValueError("the code temperature must be >= 0")
+    path = weights / "world.pt"
+    if not load_payload(path)["config"].get("codes"):
+        raise ValueError(f"{path} holds no code model (the temperature is for one)")
+    return _set_config(weights, code_temperature=float(temperature))
+
+
+def _set_config(weights: Path, conv_only: bool = False, **values: float) -> Path:
+    """Rewrite run-time settings in a weights folder's world.pt config."""
     path = weights / "world.pt"
     ckpt = load_payload(path)
-    if ckpt["config"].get("arch") != "conv":
+    if conv_only and ckpt["config"].get("arch") != "conv":
         raise ValueError(f"{path} holds no convolutional world model (guidance is for it)")
-    ckpt["config"]["text_guidance"] = float(text)
-    ckpt["config"]["image_guidance"] = float(image)
+    ckpt["config"].update(values)
     atomic_save(ckpt, path)
     return path
 

@@ -454,3 +454,118 @@ def test_the_decoder_tune_sees_the_conv_models_chain_where_its_frames_stand():
     assert torch.equal(chain_rows, rows) and chain.shape == truth.shape
     assert torch.allclose(chain.view(2, 4, *chain.shape[1:])[:, 0], first, atol=1e-6)
     assert not torch.allclose(chain, truth)
+
+
+def test_k_means_codes_cover_the_cells_they_were_fitted_on():
+    from engine.model.latent_codes import (
+        code_latents,
+        fit_codebook,
+        nearest_codes,
+        quantization_error,
+    )
+
+    gen = torch.Generator().manual_seed(0)
+    centres = torch.randn(6, 8, generator=gen) * 4
+    cells = centres[torch.randint(6, (3000,), generator=gen)] + 0.05 * torch.randn(3000, 8)
+    codebook = fit_codebook(cells, 6)
+    latents = cells[:512].reshape(2, 16, 16, 8).permute(0, 3, 1, 2)
+    assert quantization_error(latents, codebook) < 0.01  # every cluster found
+    idx = nearest_codes(latents, codebook)
+    assert idx.shape == (2, 16, 16) and code_latents(idx, codebook).shape == latents.shape
+    with pytest.raises(ValueError):
+        fit_codebook(cells[:3], 6)
+
+
+def coded(model: ConvWorldModel, codes: int = 16) -> ConvWorldModel:
+    from engine.train.conv_generator import with_code_heads
+
+    out = with_code_heads(model, codes)
+    with torch.no_grad():
+        out.codebook.copy_(torch.randn(codes, 8, generator=torch.Generator().manual_seed(1)))
+    return out
+
+
+def test_a_regressor_with_code_heads_starts_at_the_code_nearest_its_prediction():
+    from engine.model.latent_codes import nearest_codes
+
+    model = small()
+    with torch.no_grad():
+        model.out.bias.fill_(0.3)
+    model_c = coded(model)
+    ctx = torch.randn(2, 3, 8, 16, 16)
+    valid = torch.ones(2, 3, dtype=torch.bool)
+    z, _ = model(ctx, valid, torch.zeros(2, 32), conditioning())
+    p = model_c.predict(ctx, valid, torch.zeros(2, 32), conditioning())
+    assert torch.allclose(p.video, z)  # the regressor's weights came along
+    assert p.logits is not None and p.logits.shape == (2, 16, 16, 16)
+    assert torch.equal(p.logits.argmax(dim=1), nearest_codes(z, model_c.codebook))
+    model_c.config.code_temperature = 0.0
+    drawn = model_c.draw_codes(p.logits)
+    assert torch.equal(nearest_codes(drawn, model_c.codebook), p.logits.argmax(dim=1))
+    model_c.config.code_temperature = 1.0
+    a = model_c.draw_codes(p.logits, torch.Generator().manual_seed(3))
+    b = model_c.draw_codes(p.logits, torch.Generator().manual_seed(3))
+    assert torch.equal(a, b)  # a session's seed decides its draws
+
+
+def test_code_training_scores_cells_by_cross_entropy_and_goes_on_from_drawn_codes():
+    bank = LatentBank.build([episode(frames=30), episode(frames=30, seed=1)], table())
+    model = coded(small()).train()
+    cfg = ConvTrainConfig(unroll=3, noise_share=0.0, drop_share=0.0)
+    starts = torch.tensor([0, 35])
+    w = conv_windows(bank, starts, window=6)
+    w["codes"] = torch.randint(16, (2, 6, 16, 16))
+    losses = unrolled_loss(model, w, cfg, torch.Generator().manual_seed(0))
+    assert losses.codes is not None and losses.codes > 0
+    losses.loss.backward()
+    assert model.code_out.weight.grad is not None and model.code_out.weight.grad.abs().sum() > 0
+    assert model.code_scale.grad is not None
+
+
+def test_code_training_fits_a_codebook_quantizes_its_data_and_resumes(tmp_path, training):
+    conv, base = training
+    cfg = ConvTrainConfig(
+        weights=str(base),
+        out=str(tmp_path / "run"),
+        steps=3,
+        minutes=None,
+        batch=4,
+        unroll=2,
+        model=ConvWorldConfig(width=16, width_low=16, context=3, codes=8),
+        checkpoint_every=3,
+    )
+    dest = conv.train_conv(cfg)
+    model = load_world_model(dest / "world.pt")
+    assert isinstance(model, ConvWorldModel) and model.config.codes == 8
+    fitted = model.codebook.float().clone()
+    assert fitted.abs().sum() > 0 and len(torch.unique(fitted, dim=0)) == 8
+    conv.train_conv(dataclasses.replace(cfg, steps=5))  # resumes: the codebook is kept
+    again = load_world_model(dest / "world.pt")
+    assert torch.equal(again.codebook.float(), fitted)
+    assert "codes" in (tmp_path / "run" / "loss.jsonl").read_text()
+    with pytest.raises(ValueError):
+        conv.train_conv(dataclasses.replace(cfg, out=str(tmp_path / "adv"), adv_weight=0.1))
+
+
+def test_a_code_model_plays_from_its_seed_with_a_history_of_codes():
+    from engine.model.latent_codes import code_latents, nearest_codes
+
+    model = coded(small(context=4)).eval()
+    with torch.no_grad():
+        model.code_out.bias.normal_(0, 1.0)  # several codes in play at every cell
+    model.config.code_temperature = 1.0
+    first = torch.randn(8, 16, 16)
+
+    def play(seed: int) -> list[torch.Tensor]:
+        roll = ConvRollout(model, theme=0, seed=seed)
+        with torch.inference_mode():
+            roll.observe(first, torch.zeros(32), np.zeros(INPUT_FEATURES), 0)
+            return [roll.generate(np.zeros(INPUT_FEATURES), t)[0] for t in range(1, 4)]
+
+    a, b, c = play(1), play(1), play(2)
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not all(torch.equal(x, y) for x, y in zip(a, c, strict=True))
+    roll = ConvRollout(model, theme=0)
+    roll.observe(first, torch.zeros(32), np.zeros(INPUT_FEATURES), 0)
+    seen = roll.history[-1][None]  # an observed frame joins as its nearest codes
+    assert torch.equal(seen, code_latents(nearest_codes(seen, model.codebook), model.codebook))

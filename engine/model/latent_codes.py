@@ -1,0 +1,67 @@
+"""A codebook over the video tokenizer's latent cells: every 16x16 latent position (one
+C-vector, an 8x8-pixel patch) becomes one of K learnt code vectors.
+
+Why: a regressor that is unsure predicts the average of what may come, and its own averages
+fed back as history make it surer of nothing: the haze of MODEL.md's v3-v6 experiments. A
+model that picks a code per cell (a classifier, IRIS / Genie / MineWorld style) commits to
+some real patch even when unsure, and its history is always made of real patches.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def nearest_codes(latent: torch.Tensor, codebook: torch.Tensor) -> torch.Tensor:
+    """(B, C, S, S) latents -> (B, S, S) index of the nearest code (K, C) of every cell."""
+    b, c, h, w = latent.shape
+    cells = latent.permute(0, 2, 3, 1).reshape(-1, c).float()
+    distance = torch.cdist(cells, codebook.float())
+    return distance.argmin(dim=1).view(b, h, w)
+
+
+def code_latents(indices: torch.Tensor, codebook: torch.Tensor) -> torch.Tensor:
+    """(B, S, S) code indices -> (B, C, S, S) latents made of the code vectors."""
+    return codebook[indices].permute(0, 3, 1, 2).contiguous()
+
+
+def fit_codebook(
+    cells: torch.Tensor, codes: int, iterations: int = 25, seed: int = 0
+) -> torch.Tensor:
+    """K-means over latent cells (N, C): (codes, C) centres, seeded by k-means++ on a
+    sample. A centre that loses all its cells restarts at the cell worst served."""
+    gen = torch.Generator().manual_seed(seed)
+    cells = cells.float()
+    if len(cells) < codes:
+        raise ValueError(f"{len(cells)} cells cannot make {codes} codes")
+    centres = _kmeans_plus_plus(
+        cells[torch.randperm(len(cells), generator=gen)[:20_000]], codes, gen
+    )
+    for _ in range(iterations):
+        distance = torch.cdist(cells, centres)
+        nearest = distance.argmin(dim=1)
+        counts = torch.bincount(nearest, minlength=codes).float()
+        sums = torch.zeros_like(centres).index_add_(0, nearest, cells)
+        empty = counts == 0
+        centres = torch.where(empty[:, None], centres, sums / counts.clamp(min=1)[:, None])
+        if empty.any():
+            worst = distance.gather(1, nearest[:, None]).squeeze(1).topk(int(empty.sum())).indices
+            centres[empty] = cells[worst]
+    return centres
+
+
+def _kmeans_plus_plus(cells: torch.Tensor, codes: int, gen: torch.Generator) -> torch.Tensor:
+    first = torch.randint(len(cells), (1,), generator=gen)
+    centres = [cells[first]]
+    closest = (cells - centres[0]).pow(2).sum(dim=1)
+    for _ in range(codes - 1):
+        pick = torch.multinomial(closest + 1e-12, 1, generator=gen)
+        centres.append(cells[pick])
+        closest = torch.minimum(closest, (cells - cells[pick]).pow(2).sum(dim=1))
+    return torch.cat(centres)
+
+
+def quantization_error(latents: torch.Tensor, codebook: torch.Tensor) -> float:
+    """Mean squared error per latent element of replacing every cell by its nearest code."""
+    quantized = code_latents(nearest_codes(latents, codebook), codebook)
+    return float((quantized - latents.float()).pow(2).mean())
