@@ -28,9 +28,11 @@
 #             the two regressing arms start from engine/weights/candidates/conv_critic.pt
 #             (`critic` also from the critic beside it, conv_critic.critic.pt, if kept, after
 #             50 steps in which only the critic learns), and an eighth of their windows show a
-#             reference image arriving (--image-share); `codes`, the candidate with code heads
-#             over a 1,024-code latent codebook (--codes 1024: cross-entropy per latent cell,
-#             chains go on from drawn codes; on the CPU 1,400 steps were too few to commit).
+#             reference image arriving (--image-share); `codes`, the code model (--codes 1024:
+#             cross-entropy per latent cell over a 1,024-code latent codebook, chains go on
+#             from drawn codes), continuing engine/weights/candidates/conv_codes.pt (1,100 CPU
+#             steps: each theme's bands held for a minute, but each cell's choice still spread
+#             over ~50 codes) or, without it, starting from the regressor candidate.
 #   measure   every arm on the CPU as soon as it is trained (engine/train/measure.py), JSON and
 #             long_play.png into OUT; OUT/gpu.csv samples utilisation and memory every 5 s
 #   ship      OUT/weights (main), OUT/nobank, OUT/regress, OUT/critic, OUT/codes: world.pt
@@ -107,6 +109,12 @@ candidate=engine/weights/candidates/conv_critic.pt
 if [[ -f $candidate ]]; then
     arm_args[regress]+=" --init $candidate"
     arm_args[critic]+=" --init $candidate"
+fi
+# The code arm continues the kept code model (its codebook comes along) or starts one from the
+# regressor.
+if [[ -f engine/weights/candidates/conv_codes.pt ]]; then
+    arm_args[codes]+=" --init engine/weights/candidates/conv_codes.pt"
+elif [[ -f $candidate ]]; then
     arm_args[codes]+=" --init $candidate"
 fi
 if [[ -f ${candidate%.pt}.critic.pt ]]; then  # the critic it was trained against, if kept

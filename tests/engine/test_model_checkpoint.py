@@ -47,3 +47,24 @@ def test_shipped_weights_load_without_unpickling_code():
         assert isinstance(load_payload(weights / name)["config"], dict)
     world = load_world_model(weights / "world.pt")  # whichever generator kind is shipped
     assert not world.training and all(p.dtype == torch.float32 for p in world.parameters())
+
+
+def test_kept_candidates_are_conv_models_a_recipe_can_continue():
+    """engine/weights/candidates holds generators the GPU recipe warm-starts from: each loads
+    without unpickling code, is a conv model, stays under the 15 MB file limit, and a code
+    model carries a fitted codebook (its codes must not be refitted on a continuation)."""
+    from pathlib import Path
+
+    from engine.model.conv_world import ConvWorldModel
+
+    folder = Path(__file__).resolve().parents[2] / "engine" / "weights" / "candidates"
+    kept = sorted(p for p in folder.glob("*.pt") if not p.name.endswith(".critic.pt"))
+    assert kept
+    for path in kept:
+        assert path.stat().st_size < 15 * 2**20
+        model = load_world_model(path)
+        assert isinstance(model, ConvWorldModel)
+        if model.config.codes:
+            codebook = model.codebook.float()
+            assert codebook.shape == (model.config.codes, model.config.latent_channels)
+            assert len(torch.unique(codebook, dim=0)) == model.config.codes
