@@ -305,8 +305,8 @@ def test_the_critic_scores_every_chain_step_and_pushes_the_generator():
     assert relativistic.item() < 0.5 * first
 
 
-def adversarial_config(base, out, steps: int, **changes) -> ConvTrainConfig:
-    """A tiny adversarial run's config: `steps` steps, one checkpoint at the end."""
+def tiny_config(base, out, steps: int, model: ConvWorldConfig | None = None, **changes):
+    """A tiny run's config: `steps` steps, one checkpoint at the end."""
     return ConvTrainConfig(
         weights=str(base),
         out=str(out),
@@ -314,11 +314,15 @@ def adversarial_config(base, out, steps: int, **changes) -> ConvTrainConfig:
         minutes=None,
         batch=2,
         unroll=2,
-        model=ConvWorldConfig(width=16, width_low=16, context=3),
-        adv_weight=0.1,
+        model=model or ConvWorldConfig(width=16, width_low=16, context=3),
         checkpoint_every=steps,
         **changes,
     )
+
+
+def adversarial_config(base, out, steps: int, **changes) -> ConvTrainConfig:
+    """A tiny adversarial run's config."""
+    return tiny_config(base, out, steps, adv_weight=0.1, **changes)
 
 
 def test_adversarial_training_checkpoints_its_critic_and_refuses_denoisers(tmp_path, training):
@@ -524,16 +528,8 @@ def test_code_training_scores_cells_by_cross_entropy_and_goes_on_from_drawn_code
 
 def test_code_training_fits_a_codebook_quantizes_its_data_and_resumes(tmp_path, training):
     conv, base = training
-    cfg = ConvTrainConfig(
-        weights=str(base),
-        out=str(tmp_path / "run"),
-        steps=3,
-        minutes=None,
-        batch=4,
-        unroll=2,
-        model=ConvWorldConfig(width=16, width_low=16, context=3, codes=8),
-        checkpoint_every=3,
-    )
+    codes = ConvWorldConfig(width=16, width_low=16, context=3, codes=8)
+    cfg = tiny_config(base, tmp_path / "run", steps=3, model=codes)
     dest = conv.train_conv(cfg)
     model = load_world_model(dest / "world.pt")
     assert isinstance(model, ConvWorldModel) and model.config.codes == 8
