@@ -101,12 +101,11 @@ class ConvRollout:
         `inputs` and `text` are what the frame was made from, which the next step does not
         read."""
         del inputs, text
-        cfg = self.model.config
-        z = z.reshape(1, cfg.latent_channels, cfg.latent_size, cfg.latent_size)
-        if cfg.codes:  # a code model's history is codes (it trained on nothing else)
-            codebook = self.model.codebook
-            z = code_latents(nearest_codes(z, codebook), codebook)  # type: ignore[arg-type]
-        self._remember(z[0], audio, frame)
+        if self.model.config.codes:  # a code model's history is codes (it trained on no other)
+            codebook: torch.Tensor = self.model.codebook  # type: ignore[assignment]
+            cells = z.reshape(1, -1, *z.shape[-2:])
+            z = code_latents(nearest_codes(cells, codebook), codebook)
+        self._remember(z, audio, frame)
 
     def _remember(self, z: torch.Tensor, audio: torch.Tensor, frame: int) -> None:
         cfg = self.model.config

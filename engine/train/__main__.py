@@ -345,17 +345,16 @@ def main(argv: list[str] | None = None) -> int:
             "model": ConvWorldConfig(
                 **{
                     k: v
-                    for k, v in {"width": args.width, "width_low": args.width_low}.items()
+                    for k, v in {
+                        "width": args.width,
+                        "width_low": args.width_low,
+                        "codes": args.codes,
+                        "code_temperature": args.code_temperature,
+                    }.items()
                     if v is not None
                 },
                 flow=args.flow,
                 denoise=args.denoise,
-                codes=args.codes or 0,
-                **(
-                    {"code_temperature": args.code_temperature}
-                    if args.code_temperature is not None
-                    else {}
-                ),
                 sampler_steps=DENOISER_STEPS if args.denoise else 1,
             ),
             "seed": args.seed,

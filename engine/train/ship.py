@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.model.audio_ae import AudioAE, AudioAEConfig
@@ -44,7 +45,7 @@ def set_sampler_steps(steps: int, weights: Path = WEIGHTS) -> Path:
     """Change the shipped generator's default sampler steps (a run-time knob, not trained)."""
     if steps < 1:
         raise ValueError("sampler steps must be >= 1")
-    return _set_config(weights, sampler_steps=steps)
+    return _set_config(weights, {"sampler_steps": steps})
 
 
 def set_guidance(text: float, image: float, weights: Path = WEIGHTS) -> Path:
@@ -52,7 +53,9 @@ def set_guidance(text: float, image: float, weights: Path = WEIGHTS) -> Path:
     if text < 0 or image < 0:
         raise ValueError("guidance weights must be >= 0 (1 turns guidance off)")
     return _set_config(
-        weights, conv_only=True, text_guidance=float(text), image_guidance=float(image)
+        weights,
+        {"text_guidance": float(text), "image_guidance": float(image)},
+        needs=(lambda c: c.get("arch") == "conv", "convolutional world model (guidance is for it)"),
     )
 
 
@@ -60,18 +63,25 @@ def set_code_temperature(temperature: float, weights: Path = WEIGHTS) -> Path:
     """Set a code model's run-time draw temperature (0 = always the likeliest code)."""
     if temperature < 0:
         raise ValueError("the code temperature must be >= 0")
-    path = weights / "world.pt"
-    if not load_payload(path)["config"].get("codes"):
-        raise ValueError(f"{path} holds no code model (the temperature is for one)")
-    return _set_config(weights, code_temperature=float(temperature))
+    return _set_config(
+        weights,
+        {"code_temperature": float(temperature)},
+        needs=(lambda c: bool(c.get("codes")), "code model (the temperature is for one)"),
+    )
 
 
-def _set_config(weights: Path, conv_only: bool = False, **values: float) -> Path:
-    """Rewrite run-time settings in a weights folder's world.pt config."""
+def _set_config(
+    weights: Path,
+    values: dict[str, float],
+    needs: tuple[Callable[[dict], bool], str] | None = None,
+) -> Path:
+    """Rewrite run-time settings in a weights folder's world.pt config; `needs` (a test of the
+    config, and the generator a file failing it does not hold) guards settings that only one
+    kind of generator reads."""
     path = weights / "world.pt"
     ckpt = load_payload(path)
-    if conv_only and ckpt["config"].get("arch") != "conv":
-        raise ValueError(f"{path} holds no convolutional world model (guidance is for it)")
+    if needs is not None and not needs[0](ckpt["config"]):
+        raise ValueError(f"{path} holds no {needs[1]}")
     ckpt["config"].update(values)
     atomic_save(ckpt, path)
     return path

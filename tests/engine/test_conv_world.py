@@ -565,3 +565,16 @@ def test_a_code_model_plays_from_its_seed_with_a_history_of_codes():
     roll.observe(first, torch.zeros(32), np.zeros(INPUT_FEATURES), 0)
     seen = roll.history[-1][None]  # an observed frame joins as its nearest codes
     assert torch.equal(seen, code_latents(nearest_codes(seen, model.codebook), model.codebook))
+
+
+def test_the_code_temperature_is_set_on_code_models_only(tmp_path):
+    from engine.train.ship import set_code_temperature
+
+    save_checkpoint(tmp_path / "world.pt", coded(small()), half=True)
+    set_code_temperature(0.3, tmp_path)
+    assert load_world_model(tmp_path / "world.pt").config.code_temperature == 0.3
+    save_checkpoint(tmp_path / "world.pt", small(), half=True)
+    with pytest.raises(ValueError, match="no code model"):
+        set_code_temperature(0.3, tmp_path)
+    with pytest.raises(ValueError):
+        set_code_temperature(-1.0, tmp_path)
