@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .latent_codes import code_latents
+from .latent_codes import CodeDraws, code_latents
 from .sampler import EulerSampler
 from .world import INPUT_FEATURES
 
@@ -66,17 +66,30 @@ class ConvWorldConfig:
     # `code_temperature` (0 = the likeliest code), so its history is always real patches
     codes: int = 0
     code_temperature: float = 0.7
+    # how a session's code draws share their random numbers (latent_codes.CodeDraws): over
+    # `code_noise_blur` cells and from frame to frame with correlation `code_noise_memory`;
+    # 0 and 0 = independent per cell and frame, as in training. Run-time knobs, not trained.
+    code_noise_blur: float = 0.0
+    code_noise_memory: float = 0.0
+    # The sound head reads the last `audio_history` audio latents (footsteps keep a rhythm
+    # that one frame of sound does not show); with `audio_sample` it predicts a mean and a
+    # spread per number and the sound is drawn (a regressed mean plays every uncertain event,
+    # a footstep or a crackle, as its average: quieter and duller).
+    audio_history: int = 1
+    audio_sample: bool = False
     extra: dict = field(default_factory=dict)
 
 
 @dataclass
 class Prediction:
-    """One evaluation: the regressed next latent (B, C, S, S), the next audio latent (B, A),
-    and for a code model each cell's code logits (B, K, S, S)."""
+    """One evaluation: the regressed next latent (B, C, S, S), the next audio latent (B, A)
+    (its mean, for a model that draws its sound), for a code model each cell's code logits
+    (B, K, S, S), and for a model that draws its sound the spread of each audio number."""
 
     video: torch.Tensor
     audio: torch.Tensor
     logits: torch.Tensor | None = None
+    audio_spread: torch.Tensor | None = None  # (B, A) standard deviation (audio_sample models)
 
 
 @dataclass
@@ -171,8 +184,11 @@ class ConvWorldModel(nn.Module):
             assert self.flow_out.bias is not None
             nn.init.zeros_(self.flow_out.weight)
             nn.init.zeros_(self.flow_out.bias)
+        audio_out = cfg.audio_dim * (2 if cfg.audio_sample else 1)
         self.audio_head = nn.Sequential(
-            nn.Linear(wl + d + cfg.audio_dim, 2 * d), nn.SiLU(), nn.Linear(2 * d, cfg.audio_dim)
+            nn.Linear(wl + d + cfg.audio_history * cfg.audio_dim, 2 * d),
+            nn.SiLU(),
+            nn.Linear(2 * d, audio_out),
         )
         if cfg.codes:
             # logits = scale * -|z - code|^2 (up to a per-cell constant) + a learnt correction:
@@ -210,9 +226,10 @@ class ConvWorldModel(nn.Module):
         noisy: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """context (B, K, C, S, S) oldest first, valid (B, K) which of them exist, prev_audio
-        (B, A) -> (next video latent (B, C, S, S), next audio latent (B, A)). A denoising model
-        also reads `noisy` (B, C, S, S), the frame at flow level `cond.level`, and returns its
-        estimate of the clean frame."""
+        (B, A) the last audio latent or (B, H, A) the last H, oldest first -> (next video
+        latent (B, C, S, S), next audio latent (B, A); its mean for a model that draws it).
+        A denoising model also reads `noisy` (B, C, S, S), the frame at flow level
+        `cond.level`, and returns its estimate of the clean frame."""
         p = self.predict(context, valid, prev_audio, cond, noisy)
         return p.video, p.audio
 
@@ -255,11 +272,38 @@ class ConvWorldModel(nn.Module):
         newest = context[:, -1] * mask[:, -1]
         if self.flow_out is not None:
             newest = warp(newest, self.flow_out(features))
-        audio = self.audio_head(torch.cat([pooled, e, prev_audio], dim=-1))
+        heard = self.audio_history_rows(prev_audio).flatten(1)
+        audio = self.audio_head(torch.cat([pooled, e, heard], dim=-1))
+        spread = None
+        if self.config.audio_sample:
+            audio, log_spread = audio.chunk(2, dim=-1)
+            spread = log_spread.clamp(-6.0, 2.0).exp()
         limit = self.config.clamp
         video = (newest + delta).clamp(-limit, limit)
         logits = self.code_logits(video, features) if self.config.codes else None
-        return Prediction(video, audio.clamp(-limit, limit), logits)
+        return Prediction(video, audio.clamp(-limit, limit), logits, spread)
+
+    def audio_history_rows(self, prev_audio: torch.Tensor) -> torch.Tensor:
+        """(B, A) or (B, H', A) past audio latents -> the (B, audio_history, A) the sound head
+        reads: the newest, zero-padded in front where fewer are known."""
+        rows = prev_audio if prev_audio.dim() == 3 else prev_audio[:, None]
+        h = self.config.audio_history
+        rows = rows[:, -h:]
+        if rows.shape[1] < h:
+            rows = F.pad(rows, (0, 0, h - rows.shape[1], 0))
+        return rows
+
+    def draw_audio(self, p: Prediction, gen: torch.Generator | None = None) -> torch.Tensor:
+        """The sound of a prediction: its mean, or for a model that draws its sound, the mean
+        plus its spread times normal noise from `gen`."""
+        if p.audio_spread is None:
+            return p.audio
+        if gen is not None and gen.device == p.audio.device:
+            noise = torch.randn(p.audio.shape, generator=gen, device=p.audio.device)
+        else:
+            noise = torch.randn(p.audio.shape, device=p.audio.device)
+        limit = self.config.clamp
+        return (p.audio + p.audio_spread * noise).clamp(-limit, limit)
 
     def code_logits(self, video: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         """(B, K, S, S): -scale * |video - code|^2 per cell (the per-cell |video|^2 term
@@ -271,13 +315,21 @@ class ConvWorldModel(nn.Module):
         )
         return self.code_scale * near + self.code_out(features)
 
-    def draw_codes(self, logits: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
+    def draw_codes(
+        self,
+        logits: torch.Tensor,
+        gen: torch.Generator | None = None,
+        gumbel: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """A code per cell (B, S, S) at the config's temperature, as latents (B, C, S, S).
         Drawn by Gumbel-max (argmax of logits / T plus Gumbel noise: the softmax's
-        distribution, 2 ms a frame where torch.multinomial took 7)."""
+        distribution, 2 ms a frame where torch.multinomial took 7), with `gumbel` as the noise
+        where given (a session's correlated draws), else independent noise from `gen`."""
         t = self.config.code_temperature
         scores = logits
-        if t > 0:
+        if t > 0 and gumbel is not None:
+            scores = logits / t + gumbel
+        elif t > 0:
             if gen is not None and gen.device == logits.device:
                 u = torch.rand(logits.shape, generator=gen, device=logits.device)
             else:  # a CPU generator for GPU logits: the device's own stream (training there)
@@ -329,7 +381,7 @@ def guided_prediction(
     valid: torch.Tensor,
     prev_audio: torch.Tensor,
     cond: Conditioning,
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> Prediction:
     """A regressor's next frame with the config's text and image guidance: one batched
     evaluation of the full conditioning and of each guided part left out (only where some
     row of the batch has that part), z = z_full + sum (w - 1) (z_full - z_without). The
@@ -341,20 +393,21 @@ def guided_prediction(
     if cfg.image_guidance != 1.0 and bool(cond.image.abs().sum() > 0):
         guided.append((cfg.image_guidance, without_image(cond)))
     if not guided:
-        return model(context, valid, prev_audio, cond)
+        return model.predict(context, valid, prev_audio, cond)
     n = 1 + len(guided)
     b = context.shape[0]
-    z, audio = model(
+    p = model.predict(
         context.repeat(n, 1, 1, 1, 1),
         valid.repeat(n, 1),
-        prev_audio.repeat(n, 1),
+        prev_audio.repeat(n, *[1] * (prev_audio.dim() - 1)),
         stack_conditionings([cond] + [c for _, c in guided]),
     )
-    full = z[:b]
+    full = p.video[:b]
     out = full
     for i, (weight, _) in enumerate(guided, start=1):
-        out = out + (weight - 1.0) * (full - z[i * b : (i + 1) * b])
-    return out.clamp(-cfg.clamp, cfg.clamp), audio[:b]
+        out = out + (weight - 1.0) * (full - p.video[i * b : (i + 1) * b])
+    spread = None if p.audio_spread is None else p.audio_spread[:b]
+    return Prediction(out.clamp(-cfg.clamp, cfg.clamp), p.audio[:b], None, spread)
 
 
 def sample_frame(
@@ -365,22 +418,28 @@ def sample_frame(
     cond: Conditioning,
     noise: torch.Tensor | None = None,
     gen: torch.Generator | None = None,
+    draws: CodeDraws | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The next frame: one evaluation of a regressing model, a code per cell drawn with `gen`
-    from a code model's logits, or `sampler_steps` Euler steps of a denoising one from `noise`
-    (B, C, S, S) at level 0 up to the clean estimate at level 1 (x_s = s * x + (1 - s) *
-    noise; each step moves x_s toward the model's clean estimate)."""
+    """The next frame: one evaluation of a regressing model, a code per cell drawn from a code
+    model's logits (with `draws`' correlated noise where given, else independently by `gen`),
+    or `sampler_steps` Euler steps of a denoising one from `noise` (B, C, S, S) at level 0 up
+    to the clean estimate at level 1 (x_s = s * x + (1 - s) * noise; each step moves x_s
+    toward the model's clean estimate). A model that draws its sound draws it with `gen`."""
     if model.config.codes:
         p = model.predict(context, valid, prev_audio, cond)
         assert p.logits is not None
-        return model.draw_codes(p.logits, gen), p.audio
+        gumbel = None
+        if draws is not None and draws.correlated:
+            gumbel = draws.gumbel(p.logits.shape, p.logits.device)
+        return model.draw_codes(p.logits, gen, gumbel), model.draw_audio(p, gen)
     if not model.config.denoise:
-        return guided_prediction(model, context, valid, prev_audio, cond)
+        p = guided_prediction(model, context, valid, prev_audio, cond)
+        return p.video, model.draw_audio(p, gen)
     assert noise is not None, "a denoising model samples from noise"
     sampler = EulerSampler(model.config.sampler_steps)
     x = noise
     for s in sampler.levels():
         cond.level = torch.full((x.shape[0],), s, device=x.device)
-        estimate, audio = model(context, valid, prev_audio, cond, noisy=x)
-        x = sampler.step(x, (estimate - x) / (1 - s))  # the velocity toward the estimate
-    return x, audio
+        p = model.predict(context, valid, prev_audio, cond, noisy=x)
+        x = sampler.step(x, (p.video - x) / (1 - s))  # the velocity toward the estimate
+    return x, model.draw_audio(p, gen)

@@ -9,6 +9,8 @@ some real patch even when unsure, and its history is always made of real patches
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 
@@ -65,3 +67,52 @@ def quantization_error(latents: torch.Tensor, codebook: torch.Tensor) -> float:
     """Mean squared error per latent element of replacing every cell by its nearest code."""
     quantized = code_latents(nearest_codes(latents, codebook), codebook)
     return float((quantized - latents.float()).pow(2).mean())
+
+
+class CodeDraws:
+    """The random numbers behind a session's code draws, correlated across cells and frames.
+
+    A code is drawn per cell as the argmax of logits / T plus Gumbel noise. Independent noise
+    per cell is the softmax's draw, but where a whole region is equally unsure (a band of
+    grass spread over 50 codes) it paints a grain of different codes, cell by cell, and a new
+    grain every frame. Here the noise is a Gaussian field, blurred over `blur` cells (standard
+    deviation; 0 = none) and carried from frame to frame with correlation `memory` (0 = fresh
+    every frame), pushed through the normal CDF and the Gumbel inverse CDF. Every cell's noise
+    is still exactly Gumbel, so every cell's code is still drawn from its own softmax; only
+    neighbours and successive frames now share their luck: equally unsure neighbours pick the
+    same code, and a cell whose logits do not change keeps its code.
+    """
+
+    def __init__(self, gen: torch.Generator, blur: float = 0.0, memory: float = 0.0):
+        if blur < 0 or not 0 <= memory < 1:
+            raise ValueError(f"blur must be >= 0 and memory in [0, 1), not {blur}, {memory}")
+        self.gen, self.blur, self.memory = gen, blur, memory
+        self.field: torch.Tensor | None = None
+
+    @property
+    def correlated(self) -> bool:
+        return self.blur > 0 or self.memory > 0
+
+    def gumbel(self, shape: torch.Size, device: torch.device | str = "cpu") -> torch.Tensor:
+        """Standard Gumbel noise of `shape` (B, K, S, S), correlated as configured."""
+        fresh = torch.randn(shape, generator=self.gen)
+        if self.blur > 0:
+            fresh = _unit_blur(fresh, self.blur)
+        if self.field is not None and self.field.shape == fresh.shape and self.memory > 0:
+            fresh = self.memory * self.field + (1 - self.memory**2) ** 0.5 * fresh
+        self.field = fresh
+        u = 0.5 * (1 + torch.erf(fresh / 2**0.5))
+        return -torch.log(-torch.log(u.clamp(1e-10, 1 - 1e-7))).to(device)
+
+
+def _unit_blur(field: torch.Tensor, sigma: float) -> torch.Tensor:
+    """A separable Gaussian blur over the last two axes (wrapping around the borders, so every
+    cell sums the same weights) rescaled to keep unit variance."""
+    radius = min(max(1, math.ceil(2.5 * sigma)), (min(field.shape[-2:]) - 1) // 2)
+    taps = torch.arange(-radius, radius + 1, dtype=field.dtype)
+    kernel = torch.exp(-0.5 * (taps / sigma) ** 2)
+    kernel = kernel / kernel.pow(2).sum().sqrt()  # unit gain in variance along one axis
+    out = field
+    for axis in (-1, -2):
+        out = sum(w * torch.roll(out, int(t), dims=axis) for t, w in zip(taps, kernel, strict=True))
+    return out

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from engine.model.conv_world import MEMORY_SLOTS, Conditioning, ConvWorldModel, sample_frame
-from engine.model.latent_codes import code_latents, nearest_codes
+from engine.model.latent_codes import CodeDraws, code_latents, nearest_codes
 
 
 class ConvRollout:
@@ -35,10 +35,11 @@ class ConvRollout:
         self.model = model
         self.gen = torch.Generator().manual_seed(seed)  # a denoiser's noise, a code model's draws
         cfg = model.config
+        self.draws = CodeDraws(self.gen, cfg.code_noise_blur, cfg.code_noise_memory)
         self.theme = torch.tensor([theme])
         self.image = self._image_row(image_token)
         self.history: list[torch.Tensor] = []  # newest last, at most `context`
-        self.audio = torch.zeros(1, cfg.audio_dim)
+        self.audio = torch.zeros(1, 0, cfg.audio_dim)  # (1, H, A) last sounds, newest last
         self.texts: list[tuple[torch.Tensor, int]] = []  # (embedding, arrival frame)
         self.frame = 0
         self.last_frame: torch.Tensor | None = None  # never decoded here
@@ -111,7 +112,8 @@ class ConvRollout:
         cfg = self.model.config
         self.history.append(z.reshape(cfg.latent_channels, cfg.latent_size, cfg.latent_size))
         self.history = self.history[-cfg.context :]
-        self.audio = torch.as_tensor(audio).float().view(1, -1)
+        heard = torch.as_tensor(audio).float().view(1, 1, -1)
+        self.audio = torch.cat([self.audio, heard], dim=1)[:, -cfg.audio_history :]
         self.frame = frame + 1
 
     def generate(
@@ -127,6 +129,8 @@ class ConvRollout:
             shape = (1, cfg.latent_channels, cfg.latent_size, cfg.latent_size)
             noise = torch.randn(shape, generator=self.gen)
         cond = self._conditioning(inputs, frame, text)
-        z, a = sample_frame(self.model, context, valid, self.audio, cond, noise, self.gen)
+        z, a = sample_frame(
+            self.model, context, valid, self.audio, cond, noise, self.gen, self.draws
+        )
         self._remember(z[0], a[0], frame)  # a code model's frame is codes already
         return z[0], a[0]

@@ -1,8 +1,8 @@
 """CLI: `python -m engine.train STAGE --preset {cpu,gpu}`; STAGE is video, audio, generator,
 ship, text-table (sentence embeddings for a machine without the text encoder), openings
 (keyframes sessions start from), sampler-steps (the shipped generator's default), guidance
-(a conv generator's run-time text and image guidance), code-temperature (a code model's
-run-time draw temperature), measure
+(a conv generator's run-time text and image guidance), code-draws (a code model's run-time
+draw temperature and noise sharing), measure
 (rollout picture quality against the simulator, engine/train/measure.py), sheets (60-second
 contact sheets per theme), audio-study (what a per-frame audio latent can carry; SNR and
 log-spectral distance of audio tokenizers on held-out audio), or the issue-11 fine-tunes
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
             "openings",
             "sampler-steps",
             "guidance",
-            "code-temperature",
+            "code-draws",
             "measure",
             "sheets",
             "errorbank",
@@ -191,7 +191,19 @@ def main(argv: list[str] | None = None) -> int:
         "--code-temperature",
         type=float,
         default=None,
-        help="conv, code-temperature: a code model's draw temperature (0 = likeliest code)",
+        help="conv, code-draws: a code model's draw temperature (0 = likeliest code)",
+    )
+    parser.add_argument(
+        "--code-noise-blur",
+        type=float,
+        default=None,
+        help="code-draws: cells over which a code model's draws share their noise (0 = none)",
+    )
+    parser.add_argument(
+        "--code-noise-memory",
+        type=float,
+        default=None,
+        help="code-draws: frame-to-frame correlation of a code model's draw noise, in [0, 1)",
     )
     parser.add_argument(
         "--refine-width",
@@ -208,7 +220,20 @@ def main(argv: list[str] | None = None) -> int:
         "--audio-only",
         action="store_true",
         default=None,
-        help="finetune: train only the audio projections (new audio tokenizer)",
+        help="finetune: train only the audio projections (new audio tokenizer); "
+        "conv: train only the sound head (the picture frozen)",
+    )
+    parser.add_argument(
+        "--audio-history",
+        type=int,
+        default=None,
+        help="conv: past audio latents the sound head reads (an --init model gets the inputs)",
+    )
+    parser.add_argument(
+        "--audio-sample",
+        action="store_true",
+        default=None,
+        help="conv: the sound head predicts a mean and a spread and the sound is drawn",
     )
     parser.add_argument(
         "--audio-weight", type=float, default=None, help="finetune: weight of the audio flow loss"
@@ -260,14 +285,18 @@ def main(argv: list[str] | None = None) -> int:
         path = set_guidance(
             args.text_guidance, args.image_guidance, Path(args.dest) if args.dest else WEIGHTS
         )
-    elif args.stage == "code-temperature":
-        from .ship import WEIGHTS, set_code_temperature
+    elif args.stage == "code-draws":
+        from .ship import WEIGHTS, set_code_draws
 
-        if args.code_temperature is None:
-            parser.error("code-temperature needs --code-temperature T")
-        path = set_code_temperature(
-            args.code_temperature, Path(args.dest) if args.dest else WEIGHTS
-        )
+        try:
+            path = set_code_draws(
+                Path(args.dest) if args.dest else WEIGHTS,
+                args.code_temperature,
+                args.code_noise_blur,
+                args.code_noise_memory,
+            )
+        except ValueError as err:
+            parser.error(str(err))
     elif args.stage == "openings":
         from .ship import WEIGHTS, write_openings
 
@@ -350,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
                         "width_low": args.width_low,
                         "codes": args.codes,
                         "code_temperature": args.code_temperature,
+                        "audio_history": args.audio_history,
+                        "audio_sample": args.audio_sample,
                     }.items()
                     if v is not None
                 },
@@ -367,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
             "critic_warmup": args.critic_warmup,
             "init_critic": args.init_critic,
             "image_share": args.image_share,
+            "audio_only": args.audio_only,
             "threads": args.threads,
         }
         path = train_conv(ConvTrainConfig(**{k: v for k, v in fields.items() if v is not None}))

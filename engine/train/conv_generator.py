@@ -37,7 +37,13 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from engine.model.checkpoint import atomic_save, load_payload
-from engine.model.conv_world import Conditioning, ConvWorldConfig, ConvWorldModel, sample_frame
+from engine.model.conv_world import (
+    Conditioning,
+    ConvWorldConfig,
+    ConvWorldModel,
+    Prediction,
+    sample_frame,
+)
 from engine.model.latent_codes import code_latents, fit_codebook, nearest_codes
 from engine.model.world_loader import load_world_model
 
@@ -89,6 +95,7 @@ class ConvTrainConfig:
     image_share: float = 0.0  # share of every batch whose predicted frames see a reference
     # image arrive (the world recolours; rare in the data otherwise)
     code_weight: float = 1.0  # a code model's cross-entropy weight (its regression keeps 1)
+    audio_only: bool = False  # train the sound head alone (the picture frozen; no Error Bank)
     # The shape of a new model (warm starts keep their own); a denoiser's sampler_steps is
     # its Euler steps per frame, in the Error Bank's rollouts and at run time.
     model: ConvWorldConfig = field(default_factory=ConvWorldConfig)
@@ -101,8 +108,9 @@ class ConvTrainConfig:
 
 @dataclass
 class ErrorHistories:
-    """Stored erroneous histories: (N, K, C, S, S) latents, their audio, the data row of the
-    first frame after each, and how far from the truth each history had drifted."""
+    """Stored erroneous histories: (N, K, C, S, S) latents, their audio (N, K, A), the data
+    row of the first frame after each, and how far from the truth each history had
+    drifted."""
 
     video: torch.Tensor
     audio: torch.Tensor
@@ -113,7 +121,7 @@ class ErrorHistories:
     def empty(cls, k: int, c: int, s: int, a: int, device: torch.device) -> ErrorHistories:
         return cls(
             torch.zeros(0, k, c, s, s, device=device),
-            torch.zeros(0, a, device=device),
+            torch.zeros(0, k, a, device=device),
             torch.zeros(0, dtype=torch.long, device=device),
             torch.zeros(0, device=device),
         )
@@ -197,13 +205,13 @@ def unrolled_loss(
     b = w["video"].shape[0]
     dev = w["video"].device
     ctx = w["video"][:, :k]
-    prev_audio = w["audio"][:, k - 1]
+    prev_audio = w["audio"][:, :k]
     noise = context_noise_levels(b, cfg, gen, dev)
     ctx = ctx + noise[:, None, None, None, None] * torch.randn(ctx.shape, generator=gen).to(dev)
     if history is not None:
         bad_v, bad_a, rows = history
         ctx = torch.where(rows[:, None, None, None, None], bad_v, ctx)
-        prev_audio = torch.where(rows[:, None], bad_a, prev_audio)
+        prev_audio = torch.where(rows[:, None, None], bad_a, prev_audio)
         noise = torch.where(rows, torch.zeros_like(noise), noise)
     valid = torch.ones(b, k, dtype=torch.bool, device=dev)
     dropped = torch.rand(b, generator=gen).to(dev) < cfg.drop_share
@@ -214,10 +222,11 @@ def unrolled_loss(
     for r in range(cfg.unroll):
         t = k + r
         p = model.predict(ctx, valid, prev_audio, frame_conditioning(w, t, noise))
-        z, a = p.video, p.audio
+        z = p.video
         target = w["video"][:, t]
         video_loss = video_loss + F.mse_loss(z, target) + 0.5 * F.l1_loss(z, target)
-        audio_loss = audio_loss + F.mse_loss(a, w["audio"][:, t])
+        audio_loss = audio_loss + audio_nll(p, w["audio"][:, t])
+        a = model.draw_audio(p, gen)
         predictions.append(z)
         if p.logits is not None:  # a code model goes on from the codes it draws
             code_loss = code_loss + F.cross_entropy(p.logits, w["codes"][:, t])
@@ -225,9 +234,11 @@ def unrolled_loss(
                 z = model.draw_codes(p.logits, gen)
         ctx = torch.cat([ctx[:, 1:], z[:, None]], dim=1)
         valid = torch.cat([valid[:, 1:], torch.ones(b, 1, dtype=torch.bool, device=dev)], dim=1)
-        prev_audio = a
+        prev_audio = torch.cat([prev_audio[:, 1:], a[:, None]], dim=1)
     video_loss, audio_loss = video_loss / cfg.unroll, audio_loss / cfg.unroll
     code_loss = code_loss / cfg.unroll
+    if cfg.audio_only:
+        return StepLosses(audio_loss, video_loss.detach(), audio_loss, codes=code_loss.detach())
     loss = video_loss + cfg.audio_weight * audio_loss + cfg.code_weight * code_loss
     if critic is None:
         return StepLosses(loss, video_loss, audio_loss, codes=code_loss)
@@ -242,6 +253,15 @@ def unrolled_loss(
     return StepLosses(
         loss + cfg.adv_weight * adversarial, video_loss, audio_loss, adversarial, pairs
     )
+
+
+def audio_nll(p: Prediction, target: torch.Tensor) -> torch.Tensor:
+    """The sound head's loss: squared error of a regressed sound, the Gaussian negative log
+    likelihood (up to a constant) of a drawn one."""
+    if p.audio_spread is None:
+        return F.mse_loss(p.audio, target)
+    z = (target - p.audio) / p.audio_spread
+    return (0.5 * z.pow(2) + p.audio_spread.log()).mean()
 
 
 def denoise_loss(
@@ -265,12 +285,12 @@ def denoise_loss(
         t = k + r
         ctx = w["video"][:, r:t]
         ctx = ctx + noise[:, None, None, None, None] * torch.randn(ctx.shape, generator=gen).to(dev)
-        prev_audio = w["audio"][:, t - 1]
+        prev_audio = w["audio"][:, t - k : t]
         level = noise
         if history is not None and r == 0:
             bad_v, bad_a, rows = history
             ctx = torch.where(rows[:, None, None, None, None], bad_v, ctx)
-            prev_audio = torch.where(rows[:, None], bad_a, prev_audio)
+            prev_audio = torch.where(rows[:, None, None], bad_a, prev_audio)
             level = torch.where(rows, torch.zeros_like(noise), noise)
         valid = torch.ones(b, k, dtype=torch.bool, device=dev)
         target = w["video"][:, t]
@@ -279,9 +299,9 @@ def denoise_loss(
         noisy = s[:, None, None, None] * target + (1 - s[:, None, None, None]) * eps
         cond = frame_conditioning(w, t, level)
         cond.level = s
-        estimate, a = model(ctx, valid, prev_audio, cond, noisy=noisy)
-        video_loss = video_loss + F.mse_loss(estimate, target)
-        audio_loss = audio_loss + F.mse_loss(a, w["audio"][:, t])
+        p = model.predict(ctx, valid, prev_audio, cond, noisy=noisy)
+        video_loss = video_loss + F.mse_loss(p.video, target)
+        audio_loss = audio_loss + audio_nll(p, w["audio"][:, t])
     video_loss, audio_loss = video_loss / cfg.unroll, audio_loss / cfg.unroll
     return StepLosses(video_loss + cfg.audio_weight * audio_loss, video_loss, audio_loss)
 
@@ -298,17 +318,18 @@ def collect_histories(
     w = conv_windows(bank, starts, length)
     marks = {h for h in (4, 12, 24, cfg.bank_horizon) if h <= cfg.bank_horizon}
     zeros = torch.zeros(len(starts), device=starts.device)
-    ctx, audio = w["video"][:, :k], w["audio"][:, k - 1]
+    ctx, audio = w["video"][:, :k], w["audio"][:, :k]
     valid = torch.ones(len(starts), k, dtype=torch.bool, device=starts.device)
     found = []
     model.eval()
     for h in range(1, cfg.bank_horizon + 1):
         t = k + h - 1
         sample_noise = torch.randn(ctx[:, 0].shape, generator=gen).to(ctx.device)
-        z, audio = sample_frame(
+        z, heard = sample_frame(
             model, ctx, valid, audio, frame_conditioning(w, t, zeros), sample_noise, gen
         )
         ctx = torch.cat([ctx[:, 1:], z[:, None]], dim=1)
+        audio = torch.cat([audio[:, 1:], heard[:, None]], dim=1)
         if h in marks:
             error = (ctx - w["video"][:, t - k + 1 : t + 1]).pow(2).mean(dim=(1, 2, 3, 4))
             found.append(ErrorHistories(ctx.clone(), audio.clone(), starts + t + 1, error))
@@ -329,8 +350,8 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
         if not isinstance(model, ConvWorldModel):
             raise ValueError(f"{cfg.init} holds no convolutional world model")
         if wanted.codes and not model.config.codes:
-            return with_code_heads(model, wanted.codes)
-        return model
+            model = with_code_heads(model, wanted.codes)
+        return with_sound_head(model, wanted.audio_history, wanted.audio_sample)
     shipped = Path(cfg.weights) / "world.pt"
     if shipped.exists():
         model = load_world_model(shipped)
@@ -353,6 +374,35 @@ def with_code_heads(model: ConvWorldModel, codes: int) -> ConvWorldModel:
     missing, unexpected = coded.load_state_dict(model.state_dict(), strict=False)
     assert not unexpected and all(n.startswith(("code", "codebook")) for n in missing), missing
     return coded
+
+
+def with_sound_head(model: ConvWorldModel, history: int, sample: bool) -> ConvWorldModel:
+    """The model with a sound head that reads `history` past audio latents and, with `sample`,
+    predicts a spread as well; it starts as the old head (the new inputs' weights and the
+    spread's weights zero, every spread 1). A head that has both already, or more, is kept."""
+    cfg = model.config
+    history = max(history, cfg.audio_history)
+    sample = sample or cfg.audio_sample
+    if (history, sample) == (cfg.audio_history, cfg.audio_sample):
+        return model
+    grown = ConvWorldModel(dataclasses.replace(cfg, audio_history=history, audio_sample=sample))
+    state = {k: v for k, v in model.state_dict().items() if not k.startswith("audio_head")}
+    missing, unexpected = grown.load_state_dict(state, strict=False)
+    assert not unexpected and all(n.startswith("audio_head") for n in missing), missing
+    old_in, old_out = model.audio_head[0], model.audio_head[2]
+    new_in, new_out = grown.audio_head[0], grown.audio_head[2]
+    shared = cfg.width_low + cfg.cond_dim  # pooled features and conditioning come first
+    heard = cfg.audio_history * cfg.audio_dim  # the old head's sounds, newest last
+    with torch.no_grad():
+        new_in.weight.zero_()
+        new_in.weight[:, :shared] = old_in.weight[:, :shared]
+        new_in.weight[:, new_in.in_features - heard :] = old_in.weight[:, shared:]
+        new_in.bias.copy_(old_in.bias)
+        new_out.weight.zero_()
+        new_out.bias.zero_()
+        new_out.weight[: old_out.out_features] = old_out.weight
+        new_out.bias[: old_out.out_features] = old_out.bias
+    return grown
 
 
 def quantize_bank(
@@ -432,7 +482,13 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
     model = initial_model(cfg)
     bank = LatentBank.build(episodes, table, device, model.config.image_dim)
     model = model.to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
+    if cfg.audio_only:
+        if cfg.bank_share > 0 or cfg.adv_weight > 0:
+            raise ValueError("--audio-only trains the sound head alone: no Error Bank, no critic")
+        for name, param in model.named_parameters():
+            param.requires_grad_(name.startswith("audio_head"))
+    trained = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(trained, lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
     critic, critic_opt, adversary = adversarial_parts(cfg, model, device)
     state = out / "state.pt"
     step, spent = resume(state, model=model, opt=opt, **adversary)
@@ -472,7 +528,7 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
             bad_v = torch.cat(
                 [errors.video[pick][:1].expand(pad, -1, -1, -1, -1) * 0, errors.video[pick]]
             )
-            bad_a = torch.cat([errors.audio[pick][:1].expand(pad, -1) * 0, errors.audio[pick]])
+            bad_a = torch.cat([errors.audio[pick][:1].expand(pad, -1, -1) * 0, errors.audio[pick]])
             history = (bad_v.to(device), bad_a.to(device), rows)
         w = conv_windows(bank, starts, window)
         if codes is not None:
@@ -480,7 +536,7 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
         loss_of = denoise_loss if model.config.denoise else unrolled_loss
         losses = loss_of(model, w, cfg, gen, history, critic)
         if step >= cfg.critic_warmup or critic is None:
-            optimizer_step(opt, losses.loss, clip=model.parameters())
+            optimizer_step(opt, losses.loss, clip=trained)
         figures = {"video": losses.video.item(), "audio": losses.audio.item()}
         if codes is not None and losses.codes is not None:
             figures["codes"] = losses.codes.item()

@@ -59,14 +59,29 @@ def set_guidance(text: float, image: float, weights: Path = WEIGHTS) -> Path:
     )
 
 
-def set_code_temperature(temperature: float, weights: Path = WEIGHTS) -> Path:
-    """Set a code model's run-time draw temperature (0 = always the likeliest code)."""
-    if temperature < 0:
+def set_code_draws(
+    weights: Path = WEIGHTS,
+    temperature: float | None = None,
+    blur: float | None = None,
+    memory: float | None = None,
+) -> Path:
+    """Set a code model's run-time draws: the temperature (0 = always the likeliest code) and
+    how its random numbers are shared across cells (`blur`) and frames (`memory`, in [0, 1));
+    see latent_codes.CodeDraws. Settings left None keep their value."""
+    if temperature is not None and temperature < 0:
         raise ValueError("the code temperature must be >= 0")
+    if blur is not None and blur < 0:
+        raise ValueError("the code noise blur must be >= 0 cells")
+    if memory is not None and not 0 <= memory < 1:
+        raise ValueError("the code noise memory must be in [0, 1)")
+    given = {"code_temperature": temperature, "code_noise_blur": blur, "code_noise_memory": memory}
+    values = {k: float(v) for k, v in given.items() if v is not None}
+    if not values:
+        raise ValueError("nothing to set: give a temperature, a blur or a memory")
     return _set_config(
         weights,
-        {"code_temperature": float(temperature)},
-        needs=(lambda c: bool(c.get("codes")), "code model (the temperature is for one)"),
+        values,
+        needs=(lambda c: bool(c.get("codes")), "code model (code draws are for one)"),
     )
 
 

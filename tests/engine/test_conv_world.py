@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -567,14 +568,134 @@ def test_a_code_model_plays_from_its_seed_with_a_history_of_codes():
     assert torch.equal(seen, code_latents(nearest_codes(seen, model.codebook), model.codebook))
 
 
-def test_the_code_temperature_is_set_on_code_models_only(tmp_path):
-    from engine.train.ship import set_code_temperature
+def test_code_draws_are_set_on_code_models_only(tmp_path):
+    from engine.train.ship import set_code_draws
 
     save_checkpoint(tmp_path / "world.pt", coded(small()), half=True)
-    set_code_temperature(0.3, tmp_path)
-    assert load_world_model(tmp_path / "world.pt").config.code_temperature == 0.3
+    set_code_draws(tmp_path, temperature=0.3)
+    set_code_draws(tmp_path, blur=1.5, memory=0.9)
+    cfg = load_world_model(tmp_path / "world.pt").config
+    assert (cfg.code_temperature, cfg.code_noise_blur, cfg.code_noise_memory) == (0.3, 1.5, 0.9)
     save_checkpoint(tmp_path / "world.pt", small(), half=True)
     with pytest.raises(ValueError, match="no code model"):
-        set_code_temperature(0.3, tmp_path)
+        set_code_draws(tmp_path, temperature=0.3)
+    for bad in ({"temperature": -1.0}, {"blur": -0.5}, {"memory": 1.0}, {}):
+        with pytest.raises(ValueError):
+            set_code_draws(tmp_path, **bad)
+
+
+def test_correlated_code_draws_keep_gumbel_marginals_and_share_luck():
+    from engine.model.latent_codes import CodeDraws
+
+    shape = torch.Size([1, 64, 16, 16])
+    plain = CodeDraws(torch.Generator().manual_seed(0))
+    assert not plain.correlated
+    shared = CodeDraws(torch.Generator().manual_seed(0), blur=2.0, memory=0.9)
+    frames = [shared.gumbel(shape) for _ in range(40)]
+    noise = torch.stack(frames)
+    many = CodeDraws(torch.Generator().manual_seed(1), blur=2.0, memory=0.9)
+    pooled = torch.stack([many.gumbel(torch.Size([32, 64, 16, 16])) for _ in range(4)])
+    # every cell's noise is standard Gumbel: mean Euler's constant, variance pi^2 / 6
+    assert abs(pooled.mean().item() - 0.5772) < 0.03
+    assert abs(pooled.var().item() - math.pi**2 / 6) < 0.08
+
+    def corr(a: torch.Tensor, b: torch.Tensor) -> float:
+        return torch.corrcoef(torch.stack([a.flatten(), b.flatten()]))[0, 1].item()
+
+    assert corr(noise[:, ..., :-1], noise[:, ..., 1:]) > 0.5  # neighbouring cells
+    assert corr(noise[:-1], noise[1:]) > 0.7  # successive frames
+    fresh = torch.stack([plain.gumbel(shape) for _ in range(2)])
+    assert abs(corr(fresh[..., :-1], fresh[..., 1:])) < 0.05
+    assert abs(corr(fresh[0], fresh[1])) < 0.05
+    again = CodeDraws(torch.Generator().manual_seed(0), blur=2.0, memory=0.9)
+    assert torch.equal(again.gumbel(shape), frames[0])  # a session's seed decides its draws
     with pytest.raises(ValueError):
-        set_code_temperature(-1.0, tmp_path)
+        CodeDraws(torch.Generator(), memory=1.0)
+
+
+def test_a_session_with_shared_code_noise_draws_calmer_frames():
+    """Equally unsure cells: independent draws paint a grain that changes every frame; shared
+    noise paints patches that stay."""
+    model = coded(small())
+    model.config.code_temperature = 1.0
+    with torch.no_grad():
+        model.code_scale.fill_(0.0)  # every code equally likely in every cell
+    first = torch.randn(1, 8, 16, 16)
+
+    def changes(**noise: float) -> tuple[float, float]:
+        model.config.code_noise_blur = noise.get("blur", 0.0)
+        model.config.code_noise_memory = noise.get("memory", 0.0)
+        roll = ConvRollout(model, theme=0, seed=5)
+        roll.observe(first, torch.zeros(32), np.zeros(INPUT_FEATURES), 0)
+        frames = [roll.generate(np.zeros(INPUT_FEATURES), t)[0] for t in range(1, 6)]
+        across = sum((f[:, :, 1:] != f[:, :, :-1]).any(0).float().mean() for f in frames)
+        pairs = zip(frames, frames[1:], strict=False)
+        between = sum((a != b).any(0).float().mean() for a, b in pairs)
+        return across.item() / len(frames), between.item() / (len(frames) - 1)
+
+    grain_across, grain_between = changes()
+    calm_across, calm_between = changes(blur=3.0, memory=0.95)
+    assert grain_across > 0.9 and grain_between > 0.9
+    assert calm_across < 0.5 * grain_across
+    assert calm_between < 0.5 * grain_between
+
+
+def test_a_grown_sound_head_starts_as_the_old_one_and_draws_around_its_mean():
+    from engine.train.conv_generator import with_sound_head
+
+    model = small().eval()
+    with torch.no_grad():
+        for param in model.audio_head.parameters():
+            param.normal_(0, 0.1)
+    ctx, valid = torch.randn(2, 3, 8, 16, 16), torch.ones(2, 3, dtype=torch.bool)
+    heard = torch.randn(2, 3, 32)
+    before = model.predict(ctx, valid, heard[:, -1], conditioning())
+    grown = with_sound_head(model, history=3, sample=True).eval()
+    assert grown.config.audio_history == 3 and grown.config.audio_sample
+    after = grown.predict(ctx, valid, heard, conditioning())
+    assert torch.allclose(after.audio, before.audio, atol=1e-6)  # older sounds weigh 0 at first
+    assert torch.equal(after.video, before.video)
+    assert after.audio_spread is not None and torch.allclose(after.audio_spread, torch.ones(2, 32))
+    with torch.no_grad():
+        grown.audio_head[0].weight.normal_(0, 0.1)  # now the older sounds matter
+    older = heard.clone()
+    older[:, 0] += 1.0
+    assert not torch.allclose(
+        grown.predict(ctx, valid, older, conditioning()).audio,
+        grown.predict(ctx, valid, heard, conditioning()).audio,
+    )
+    one = grown.predict(ctx, valid, heard[:, -1], conditioning())  # fewer known: zero-padded
+    assert one.audio.shape == (2, 32)
+    drawn = [grown.draw_audio(after, torch.Generator().manual_seed(s)) for s in (1, 1, 2)]
+    assert torch.equal(drawn[0], drawn[1]) and not torch.equal(drawn[0], drawn[2])
+    assert 0.5 < (drawn[0] - after.audio).std().item() < 1.5  # spread 1 around the mean
+    assert torch.equal(model.draw_audio(before), before.audio)  # a regressed sound is its mean
+    assert with_sound_head(grown, history=1, sample=False) is grown  # never shrunk
+    roll = ConvRollout(grown, theme=0, seed=3)
+    roll.observe(ctx[0, -1], heard[0, -1], np.zeros(INPUT_FEATURES), 0)
+    for t in range(1, 4):
+        roll.generate(np.zeros(INPUT_FEATURES), t)
+    assert roll.audio.shape == (1, 3, 32)  # a session hears its last sounds, newest last
+
+
+def test_audio_only_training_moves_the_sound_head_alone(tmp_path, training):
+    conv, base = training
+    cfg = tiny_config(base, tmp_path / "first", steps=2)
+    first = load_world_model(conv.train_conv(cfg) / "world.pt")
+    model = ConvWorldConfig(width=16, width_low=16, context=3, audio_history=3, audio_sample=True)
+    tuned_cfg = tiny_config(
+        base,
+        tmp_path / "sound",
+        steps=3,
+        model=model,
+        init=str(tmp_path / "first" / "weights" / "world.pt"),
+        audio_only=True,
+        lr=1e-2,
+    )
+    tuned = load_world_model(conv.train_conv(tuned_cfg) / "world.pt")
+    assert tuned.config.audio_history == 3 and tuned.config.audio_sample
+    old, new = first.state_dict(), tuned.state_dict()
+    moved = {k for k in new if k not in old or not torch.equal(new[k], old[k])}
+    assert moved and all(k.startswith("audio_head") for k in moved), moved
+    with pytest.raises(ValueError, match="sound head alone"):
+        conv.train_conv(dataclasses.replace(tuned_cfg, out=str(tmp_path / "x"), bank_share=0.5))
