@@ -78,6 +78,18 @@ def brightness_drift(generated: np.ndarray, truth: np.ndarray) -> float:
     )
 
 
+def flicker_ratio(generated: np.ndarray, truth: np.ndarray) -> float:
+    """Mean absolute frame-to-frame pixel change of a rollout over the simulator's, same
+    inputs: about 1 when the picture moves as the world does, far above 1 when it boils
+    (noise redrawn every frame), below 1 when it freezes."""
+
+    def change(frames: np.ndarray) -> float:
+        f = to_float(frames)
+        return float(np.abs(f[1:] - f[:-1]).mean())
+
+    return change(generated) / max(change(truth), 1e-8)
+
+
 def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
     """Fréchet distance between Gaussians fitted to feature sets a (N, D) and b (M, D)."""
     mu1, mu2 = a.mean(0), b.mean(0)

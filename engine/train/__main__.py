@@ -144,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=None, help="finetune/decoder: batch size")
     parser.add_argument("--init", default=None, help="conv: a conv world.pt to warm-start from")
     parser.add_argument(
+        "--lr",
+        type=float,
+        default=None,
+        help="conv: peak learning rate (1e-3; a continuation of trained weights wants less)",
+    )
+    parser.add_argument(
         "--unroll", type=int, default=None, help="conv: frames predicted in a chain per window"
     )
     parser.add_argument(
@@ -371,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
             "steps": args.steps,
             "batch": args.batch,
             "unroll": args.unroll,
+            "lr": args.lr,
             "model": ConvWorldConfig(
                 **{
                     k: v

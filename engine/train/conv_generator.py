@@ -361,7 +361,7 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
             and model.config.flow == wanted.flow
             and model.config.codes == wanted.codes
         ):
-            return model
+            return with_sound_head(model, wanted.audio_history, wanted.audio_sample)
     return ConvWorldModel(wanted)
 
 
@@ -389,8 +389,8 @@ def with_sound_head(model: ConvWorldModel, history: int, sample: bool) -> ConvWo
     state = {k: v for k, v in model.state_dict().items() if not k.startswith("audio_head")}
     missing, unexpected = grown.load_state_dict(state, strict=False)
     assert not unexpected and all(n.startswith("audio_head") for n in missing), missing
-    old_in, old_out = model.audio_head[0], model.audio_head[2]
-    new_in, new_out = grown.audio_head[0], grown.audio_head[2]
+    old_in, old_out = _linear(model.audio_head[0]), _linear(model.audio_head[2])
+    new_in, new_out = _linear(grown.audio_head[0]), _linear(grown.audio_head[2])
     shared = cfg.width_low + cfg.cond_dim  # pooled features and conditioning come first
     heard = cfg.audio_history * cfg.audio_dim  # the old head's sounds, newest last
     with torch.no_grad():
@@ -403,6 +403,11 @@ def with_sound_head(model: ConvWorldModel, history: int, sample: bool) -> ConvWo
         new_out.weight[: old_out.out_features] = old_out.weight
         new_out.bias[: old_out.out_features] = old_out.bias
     return grown
+
+
+def _linear(layer: torch.nn.Module) -> torch.nn.Linear:
+    assert isinstance(layer, torch.nn.Linear)
+    return layer
 
 
 def quantize_bank(
@@ -510,9 +515,11 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
         done = step / cfg.steps
         return max(done, budget.spent / budget.seconds) if budget is not None else done
 
+    resumed_at = step  # a resumed run warms up again: a budget extended after a finished run
+    # would otherwise jump from the schedule's end (0.1 of the peak) to where it now stands
     while frac() < 1:
         for g in opt.param_groups:
-            g["lr"] = cosine_lr(cfg.lr, frac(), step, warmup=50)
+            g["lr"] = cosine_lr(cfg.lr, frac(), step - resumed_at, warmup=50)
         if cfg.bank_share > 0 and step % cfg.bank_every == 0:
             errors = errors.add(collect_histories(model, bank, cfg, gen), cfg.bank_size)
         starts = bank.sample(cfg.batch, window, gen, first_frame_share=0.0)

@@ -8,7 +8,8 @@ eval's figure on the same cases. Fidelity: the eval's long open-loop rollouts (h
 from 1,000,000, random play, primed with the truth, then 64 frames of the model's own
 output): pooled PSNR at h1/h16/h64 next to copy-last-frame, sharpness (Laplacian variance
 ratio) and the tile-seam ratio at h16/h64. Long play: the eval's 2,000-frame walks for
-brightness_drift and for how sharpness and seams evolve at 0/10/30/60/90 s, with a contact
+brightness_drift, flicker (frame-to-frame change against the simulator's) and for how
+sharpness and seams evolve at 0/10/30/60/90 s, with a contact
 sheet (simulator row above model row) and the generation time per frame.
 """
 
@@ -23,7 +24,13 @@ import numpy as np
 
 from engine.data.layout import HELDOUT_SEED_BASE
 from engine.eval.episodes import PRIME_FRAMES, ModelPlayer, SimEpisode, agent_episode
-from engine.eval.metrics import brightness_drift, pooled_psnr, seam_ratio, sharpness_ratio
+from engine.eval.metrics import (
+    brightness_drift,
+    flicker_ratio,
+    pooled_psnr,
+    seam_ratio,
+    sharpness_ratio,
+)
 from engine.eval.protocols import walk_episode
 from engine.eval.run import FIDELITY_FRAMES, FIDELITY_START, HORIZONS
 from engine.runtime.session import World
@@ -79,7 +86,7 @@ def long_play(
     player: ModelPlayer, runs: int = 2, frames: int = 2000, sheet: Path | None = None
 ) -> dict:
     """The eval's walks of `frames` frames: brightness drift, sharpness and seams over time."""
-    drift, ms, rows = [], [], []
+    drift, flicker, ms, rows = [], [], [], []
     marks: dict[int, dict[str, list]] = {s: {"gen": [], "sim": []} for s in LONG_MARKS_S}
     for k in range(runs):
         ep = walk_episode(k, PRIME_FRAMES + frames)
@@ -88,6 +95,7 @@ def long_play(
         ms.append((time.perf_counter() - t0) * 1000 / frames)
         truth = ep.frames[PRIME_FRAMES:]
         drift.append(brightness_drift(gen, truth))
+        flicker.append(flicker_ratio(gen, truth))
         picks = []
         for s in LONG_MARKS_S:
             lo = min(s * 20, frames - 20)
@@ -98,6 +106,7 @@ def long_play(
     out: dict = {
         "brightness_drift": float(np.mean(drift)),
         "brightness_drift_runs": [round(d, 4) for d in drift],
+        "flicker_ratio": float(np.mean(flicker)),
         "gen_ms_per_frame": float(np.mean(ms)),
     }
     for s in LONG_MARKS_S:

@@ -69,6 +69,17 @@ def test_frechet_distance_known_values():
     assert M.frechet_distance(x, 2 * x) == pytest.approx(1.0, rel=0.02)
 
 
+def test_flicker_ratio_tells_boiling_from_frozen():
+    rng = np.random.default_rng(0)
+    truth = np.repeat(np.linspace(0, 255, 10, dtype=np.uint8)[:, None, None, None], 8, 1)
+    truth = np.broadcast_to(truth, (10, 8, 8, 3)).copy()
+    assert M.flicker_ratio(truth, truth) == pytest.approx(1.0)
+    frozen = np.repeat(truth[:1], 10, axis=0)
+    assert M.flicker_ratio(frozen, truth) == 0.0
+    boiling = rng.integers(0, 256, truth.shape, dtype=np.uint8)
+    assert M.flicker_ratio(boiling, truth) > 2.0
+
+
 def test_brightness_drift_known_value():
     gen = np.full((4, 8, 8, 3), 0.6)
     truth = np.full((4, 8, 8, 3), 0.5)
