@@ -101,7 +101,7 @@ declare -A arm_args=(
     [nobank]="--denoise --bank-share 0 --unroll 4"
     [regress]="--bank-share 0.25 --unroll 8 --image-share 0.125"
     [critic]="--bank-share 0.25 --unroll 8 --image-share 0.125 --adv-weight 0.1 --critic-warmup 50"
-    [codes]="--codes 1024 --bank-share 0.25 --unroll 8 --image-share 0.125"
+    [codes]="--codes 1024 --bank-share 0.25 --unroll 8 --image-share 0.125 --audio-history 4"
 )
 # The best CPU-trained conv regressor so far (MODEL.md, v4 experiments) is kept as a
 # candidate: the regressing arms start from it instead of from nothing.
@@ -110,9 +110,14 @@ if [[ -f $candidate ]]; then
     arm_args[regress]+=" --init $candidate"
     arm_args[critic]+=" --init $candidate"
 fi
-# The code arm continues the kept code model (its codebook comes along) or starts one from the
+# The code arm continues the shipped code model (world.pt, when it is one: training picks it up
+# without --init), else the kept one (its codebook comes along), else starts one from the
 # regressor.
-if [[ -f engine/weights/candidates/conv_codes.pt ]]; then
+shipped_codes=$($py -c "from engine.model.checkpoint import load_payload as p
+print(p('$base/world.pt')['config'].get('codes', 0))")
+if ((shipped_codes > 0)); then
+    :
+elif [[ -f engine/weights/candidates/conv_codes.pt ]]; then
     arm_args[codes]+=" --init engine/weights/candidates/conv_codes.pt"
 elif [[ -f $candidate ]]; then
     arm_args[codes]+=" --init $candidate"
