@@ -11,6 +11,11 @@ from PIL import Image, ImageDraw
 COLOURS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189)]
 
 
+def all_positive(series: dict[str, list[tuple[float, float]]]) -> bool:
+    """Whether every y can go on a log axis."""
+    return all(y > 0 for s in series.values() for _, y in s)
+
+
 def line_plot(
     path: str | Path,
     series: dict[str, list[tuple[float, float]]],
@@ -19,8 +24,11 @@ def line_plot(
     size: tuple[int, int] = (640, 400),
     smooth: float = 0.9,
 ) -> None:
-    """Plot named (x, y) series on one axis (log y by default, EMA-smoothed) and save a PNG."""
+    """Plot named (x, y) series on one axis (log y by default, EMA-smoothed) and save a PNG.
+    A series that goes to zero or below (a negative log-likelihood) makes the axis linear:
+    a log axis would silently drop those points."""
     series = {name: _ema(s, smooth) for name, s in series.items()}
+    log_y = log_y and all_positive(series)
     w, h = size
     img = Image.new("RGB", size, "white")
     draw = ImageDraw.Draw(img)

@@ -117,6 +117,17 @@ def test_flow_loss_trains_with_and_without_own_context():
         assert np.mean(losses[-5:]) < np.mean(losses[:5])
 
 
+def test_line_plot_keeps_a_series_that_goes_below_zero(tmp_path):
+    """A negative log-likelihood must be drawn on a linear axis, not dropped by a log one."""
+    from engine.train.plots import all_positive
+
+    crossing = {"loss": [(0, 1.0), (10, 0.5)], "nll": [(0, 0.2), (10, -0.5)]}
+    assert not all_positive(crossing)
+    assert all_positive({"loss": crossing["loss"]})
+    line_plot(tmp_path / "nll.png", crossing, "nll")
+    assert (tmp_path / "nll.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_line_plot_writes_png(tmp_path):
     line_plot(tmp_path / "loss.png", {"loss": [(0, 1.0), (10, 0.5), (20, 0.25)]}, "loss")
     assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
