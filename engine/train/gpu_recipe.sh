@@ -30,9 +30,11 @@
 #             50 steps in which only the critic learns), and an eighth of their windows show a
 #             reference image arriving (--image-share); `codes`, the code model (--codes 1024:
 #             cross-entropy per latent cell over a 1,024-code latent codebook, chains go on
-#             from drawn codes), continuing engine/weights/candidates/conv_codes.pt (1,100 CPU
-#             steps: each theme's bands held for a minute, but each cell's choice still spread
-#             over ~50 codes) or, without it, starting from the regressor candidate.
+#             from drawn codes, a sound head that reads the last 4 sounds), continuing the
+#             shipped world.pt (the code model since stop 23: 1,100 CPU steps, each theme's
+#             bands held for a minute, each cell's choice still spread over ~50 codes; a CPU
+#             continuation sharpened it and invented colour bands, MODEL.md v8) or, without
+#             one, starting from the regressor candidate.
 #   measure   every arm on the CPU as soon as it is trained (engine/train/measure.py), JSON and
 #             long_play.png into OUT; OUT/gpu.csv samples utilisation and memory every 5 s
 #   ship      OUT/weights (main), OUT/nobank, OUT/regress, OUT/critic, OUT/codes: world.pt
