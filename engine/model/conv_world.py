@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .latent_codes import CodeDraws, code_latents
+from .latent_codes import CodeDraws, code_latents, gumbel_from_uniform, random_numbers
 from .sampler import EulerSampler
 from .world import INPUT_FEATURES
 
@@ -298,10 +298,7 @@ class ConvWorldModel(nn.Module):
         plus its spread times normal noise from `gen`."""
         if p.audio_spread is None:
             return p.audio
-        if gen is not None and gen.device == p.audio.device:
-            noise = torch.randn(p.audio.shape, generator=gen, device=p.audio.device)
-        else:
-            noise = torch.randn(p.audio.shape, device=p.audio.device)
+        noise = random_numbers(p.audio.shape, p.audio.device, gen, normal=True)
         limit = self.config.clamp
         return (p.audio + p.audio_spread * noise).clamp(-limit, limit)
 
@@ -330,11 +327,8 @@ class ConvWorldModel(nn.Module):
         if t > 0 and gumbel is not None:
             scores = logits / t + gumbel
         elif t > 0:
-            if gen is not None and gen.device == logits.device:
-                u = torch.rand(logits.shape, generator=gen, device=logits.device)
-            else:  # a CPU generator for GPU logits: the device's own stream (training there)
-                u = torch.rand(logits.shape, device=logits.device)
-            scores = logits / t - torch.log(-torch.log(u.clamp(min=1e-10)))
+            u = random_numbers(logits.shape, logits.device, gen)
+            scores = logits / t + gumbel_from_uniform(u)
         picked = scores.argmax(dim=1)
         return code_latents(picked, self.codebook)  # type: ignore[arg-type]
 

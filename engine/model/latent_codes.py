@@ -101,8 +101,24 @@ class CodeDraws:
         if self.field is not None and self.field.shape == fresh.shape and self.memory > 0:
             fresh = self.memory * self.field + (1 - self.memory**2) ** 0.5 * fresh
         self.field = fresh
-        u = 0.5 * (1 + torch.erf(fresh / 2**0.5))
-        return -torch.log(-torch.log(u.clamp(1e-10, 1 - 1e-7))).to(device)
+        u = 0.5 * (1 + torch.erf(fresh / 2**0.5))  # the normal CDF reaches 1.0 in float32
+        return gumbel_from_uniform(u.clamp(max=1 - 1e-7)).to(device)
+
+
+def gumbel_from_uniform(u: torch.Tensor) -> torch.Tensor:
+    """Standard Gumbel noise from uniform numbers in [0, 1) (the inverse CDF)."""
+    return -torch.log(-torch.log(u.clamp(min=1e-10)))
+
+
+def random_numbers(
+    shape: torch.Size, device: torch.device, gen: torch.Generator | None, normal: bool = False
+) -> torch.Tensor:
+    """Uniform (or standard normal) numbers on `device`, from `gen` where it lives there; a
+    CPU generator for GPU tensors falls back to the device's own stream (training there)."""
+    draw = torch.randn if normal else torch.rand
+    if gen is not None and gen.device == device:
+        return draw(shape, generator=gen, device=device)
+    return draw(shape, device=device)
 
 
 def _unit_blur(field: torch.Tensor, sigma: float) -> torch.Tensor:
