@@ -18,7 +18,6 @@ manifold, where the flow-matching transformer drifted into a mosaic of its 4x4 l
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +27,7 @@ from torch import nn
 
 from .latent_codes import CodeDraws, code_latents, gumbel_from_uniform, random_numbers
 from .sampler import EulerSampler
+from .sound_flow import SoundFlow, level_features
 from .world import INPUT_FEATURES
 
 MEMORY_SLOTS = 4  # sentences remembered (the runtime and the training data keep 4 as well)
@@ -77,6 +77,9 @@ class ConvWorldConfig:
     # a footstep or a crackle, as its average: quieter and duller).
     audio_history: int = 1
     audio_sample: bool = False
+    # > 0: the sound is drawn by a flow-matching head (engine/model/sound_flow.py) in this
+    # many Euler steps; the regressing head stays and gives the sound's mean
+    audio_flow_steps: int = 0
     extra: dict = field(default_factory=dict)
 
 
@@ -90,6 +93,7 @@ class Prediction:
     audio: torch.Tensor
     logits: torch.Tensor | None = None
     audio_spread: torch.Tensor | None = None  # (B, A) standard deviation (audio_sample models)
+    heard: torch.Tensor | None = None  # (B, D) what the sound heads read (flow-sound models)
 
 
 @dataclass
@@ -105,13 +109,6 @@ class Conditioning:
     image: torch.Tensor  # (B, image_dim) pooled reference latent (zeros if none)
     noise: torch.Tensor  # (B,) context noise level
     level: torch.Tensor | None = None  # (B,) flow level of the noisy target (denoising models)
-
-
-def noise_features(level: torch.Tensor, dim: int = 16) -> torch.Tensor:
-    """Sinusoidal features of a noise level in [0, 1]."""
-    freqs = torch.exp(-math.log(100.0) * torch.arange(dim // 2, device=level.device) / (dim // 2))
-    ang = level[:, None].float() * 100.0 * freqs
-    return torch.cat([ang.sin(), ang.cos()], dim=-1)
 
 
 class FiLMBlock(nn.Module):
@@ -185,11 +182,11 @@ class ConvWorldModel(nn.Module):
             nn.init.zeros_(self.flow_out.weight)
             nn.init.zeros_(self.flow_out.bias)
         audio_out = cfg.audio_dim * (2 if cfg.audio_sample else 1)
+        sound_in = wl + d + cfg.audio_history * cfg.audio_dim
         self.audio_head = nn.Sequential(
-            nn.Linear(wl + d + cfg.audio_history * cfg.audio_dim, 2 * d),
-            nn.SiLU(),
-            nn.Linear(2 * d, audio_out),
+            nn.Linear(sound_in, 2 * d), nn.SiLU(), nn.Linear(2 * d, audio_out)
         )
+        self.sound_flow = SoundFlow(sound_in, cfg.audio_dim) if cfg.audio_flow_steps else None
         if cfg.codes:
             # logits = scale * -|z - code|^2 (up to a per-cell constant) + a learnt correction:
             # a regressor gains code heads that start as "the code nearest its prediction"
@@ -210,11 +207,11 @@ class ConvWorldModel(nn.Module):
             + self.memory_in(mem.flatten(1))
             + self.theme_in(c.theme)
             + self.image_in(c.image)
-            + self.noise_in(noise_features(c.noise))
+            + self.noise_in(level_features(c.noise))
         )
         if self.level_in is not None:
             assert c.level is not None, "a denoising model needs the target's flow level"
-            h = h + self.level_in(noise_features(c.level))
+            h = h + self.level_in(level_features(c.level))
         return self.cond_mlp(h)
 
     def forward(
@@ -272,8 +269,8 @@ class ConvWorldModel(nn.Module):
         newest = context[:, -1] * mask[:, -1]
         if self.flow_out is not None:
             newest = warp(newest, self.flow_out(features))
-        heard = self.audio_history_rows(prev_audio).flatten(1)
-        audio = self.audio_head(torch.cat([pooled, e, heard], dim=-1))
+        heard = torch.cat([pooled, e, self.audio_history_rows(prev_audio).flatten(1)], dim=-1)
+        audio = self.audio_head(heard)
         spread = None
         if self.config.audio_sample:
             audio, log_spread = audio.chunk(2, dim=-1)
@@ -281,7 +278,8 @@ class ConvWorldModel(nn.Module):
         limit = self.config.clamp
         video = (newest + delta).clamp(-limit, limit)
         logits = self.code_logits(video, features) if self.config.codes else None
-        return Prediction(video, audio.clamp(-limit, limit), logits, spread)
+        flow_reads = heard if self.sound_flow is not None else None
+        return Prediction(video, audio.clamp(-limit, limit), logits, spread, flow_reads)
 
     def audio_history_rows(self, prev_audio: torch.Tensor) -> torch.Tensor:
         """(B, A) or (B, H', A) past audio latents -> the (B, audio_history, A) the sound head
@@ -294,12 +292,17 @@ class ConvWorldModel(nn.Module):
         return rows
 
     def draw_audio(self, p: Prediction, gen: torch.Generator | None = None) -> torch.Tensor:
-        """The sound of a prediction: its mean, or for a model that draws its sound, the mean
-        plus its spread times normal noise from `gen`."""
+        """The sound of a prediction: its mean; for a model that draws its sound, the mean
+        plus its spread times normal noise from `gen`; for a flow-sound model, the flow's
+        Euler steps from normal noise from `gen`."""
+        limit = self.config.clamp
+        if self.sound_flow is not None and p.heard is not None:
+            noise = random_numbers(p.audio.shape, p.audio.device, gen, normal=True)
+            drawn = self.sound_flow.draw(p.heard, noise, self.config.audio_flow_steps)
+            return drawn.clamp(-limit, limit)
         if p.audio_spread is None:
             return p.audio
         noise = random_numbers(p.audio.shape, p.audio.device, gen, normal=True)
-        limit = self.config.clamp
         return (p.audio + p.audio_spread * noise).clamp(-limit, limit)
 
     def code_logits(self, video: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
@@ -401,7 +404,8 @@ def guided_prediction(
     for i, (weight, _) in enumerate(guided, start=1):
         out = out + (weight - 1.0) * (full - p.video[i * b : (i + 1) * b])
     spread = None if p.audio_spread is None else p.audio_spread[:b]
-    return Prediction(out.clamp(-cfg.clamp, cfg.clamp), p.audio[:b], None, spread)
+    heard = None if p.heard is None else p.heard[:b]
+    return Prediction(out.clamp(-cfg.clamp, cfg.clamp), p.audio[:b], None, spread, heard)
 
 
 def sample_frame(

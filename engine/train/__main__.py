@@ -242,6 +242,12 @@ def main(argv: list[str] | None = None) -> int:
         help="conv: the sound head predicts a mean and a spread and the sound is drawn",
     )
     parser.add_argument(
+        "--audio-flow-steps",
+        type=int,
+        default=None,
+        help="conv: a flow-matching sound head draws the sound in this many Euler steps",
+    )
+    parser.add_argument(
         "--audio-weight", type=float, default=None, help="finetune: weight of the audio flow loss"
     )
     args = parser.parse_args(argv)
@@ -388,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
                         "code_temperature": args.code_temperature,
                         "audio_history": args.audio_history,
                         "audio_sample": args.audio_sample,
+                        "audio_flow_steps": args.audio_flow_steps,
                     }.items()
                     if v is not None
                 },

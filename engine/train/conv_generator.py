@@ -225,8 +225,9 @@ def unrolled_loss(
         z = p.video
         target = w["video"][:, t]
         video_loss = video_loss + F.mse_loss(z, target) + 0.5 * F.l1_loss(z, target)
-        audio_loss = audio_loss + audio_nll(p, w["audio"][:, t])
-        a = model.draw_audio(p, gen)
+        audio_loss = audio_loss + sound_loss(model, p, w["audio"][:, t], gen)
+        with torch.set_grad_enabled(model.sound_flow is None):  # a drawn sound is a sample
+            a = model.draw_audio(p, gen)
         predictions.append(z)
         if p.logits is not None:  # a code model goes on from the codes it draws
             code_loss = code_loss + F.cross_entropy(p.logits, w["codes"][:, t])
@@ -255,13 +256,19 @@ def unrolled_loss(
     )
 
 
-def audio_nll(p: Prediction, target: torch.Tensor) -> torch.Tensor:
-    """The sound head's loss: squared error of a regressed sound, the Gaussian negative log
-    likelihood (up to a constant) of a drawn one."""
+def sound_loss(
+    model: ConvWorldModel, p: Prediction, target: torch.Tensor, gen: torch.Generator
+) -> torch.Tensor:
+    """The sound heads' loss: squared error of a regressed sound, the Gaussian negative log
+    likelihood (up to a constant) of a drawn one, plus a flow head's rectified-flow loss."""
     if p.audio_spread is None:
-        return F.mse_loss(p.audio, target)
-    z = (target - p.audio) / p.audio_spread
-    return (0.5 * z.pow(2) + p.audio_spread.log()).mean()
+        loss = F.mse_loss(p.audio, target)
+    else:
+        z = (target - p.audio) / p.audio_spread
+        loss = (0.5 * z.pow(2) + p.audio_spread.log()).mean()
+    if model.sound_flow is not None and p.heard is not None:
+        loss = loss + model.sound_flow.loss(p.heard, target, gen)
+    return loss
 
 
 def denoise_loss(
@@ -301,7 +308,7 @@ def denoise_loss(
         cond.level = s
         p = model.predict(ctx, valid, prev_audio, cond, noisy=noisy)
         video_loss = video_loss + F.mse_loss(p.video, target)
-        audio_loss = audio_loss + audio_nll(p, w["audio"][:, t])
+        audio_loss = audio_loss + sound_loss(model, p, w["audio"][:, t], gen)
     video_loss, audio_loss = video_loss / cfg.unroll, audio_loss / cfg.unroll
     return StepLosses(video_loss + cfg.audio_weight * audio_loss, video_loss, audio_loss)
 
@@ -351,7 +358,9 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
             raise ValueError(f"{cfg.init} holds no convolutional world model")
         if wanted.codes and not model.config.codes:
             model = with_code_heads(model, wanted.codes)
-        return with_sound_head(model, wanted.audio_history, wanted.audio_sample)
+        return with_sound_head(
+            model, wanted.audio_history, wanted.audio_sample, wanted.audio_flow_steps
+        )
     shipped = Path(cfg.weights) / "world.pt"
     if shipped.exists():
         model = load_world_model(shipped)
@@ -361,7 +370,9 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
             and model.config.flow == wanted.flow
             and model.config.codes == wanted.codes
         ):
-            return with_sound_head(model, wanted.audio_history, wanted.audio_sample)
+            return with_sound_head(
+                model, wanted.audio_history, wanted.audio_sample, wanted.audio_flow_steps
+            )
     return ConvWorldModel(wanted)
 
 
@@ -376,33 +387,54 @@ def with_code_heads(model: ConvWorldModel, codes: int) -> ConvWorldModel:
     return coded
 
 
-def with_sound_head(model: ConvWorldModel, history: int, sample: bool) -> ConvWorldModel:
-    """The model with a sound head that reads `history` past audio latents and, with `sample`,
-    predicts a spread as well; it starts as the old head (the new inputs' weights and the
-    spread's weights zero, every spread 1). A head that has both already, or more, is kept."""
+def with_sound_head(
+    model: ConvWorldModel, history: int, sample: bool, flow_steps: int = 0
+) -> ConvWorldModel:
+    """The model with a sound head that reads `history` past audio latents, with `sample`
+    predicts a spread as well, and with `flow_steps` gains a flow-matching head drawing the
+    sound in that many Euler steps. It starts as the old head (the new inputs' weights and the
+    spread's weights zero, every spread 1; a new flow draws plain noise until trained). A head
+    that has all of these already, or more, is kept; a flow's steps are set as asked."""
     cfg = model.config
-    history = max(history, cfg.audio_history)
-    sample = sample or cfg.audio_sample
-    if (history, sample) == (cfg.audio_history, cfg.audio_sample):
+    wanted = dataclasses.replace(
+        cfg,
+        audio_history=max(history, cfg.audio_history),
+        audio_sample=sample or cfg.audio_sample,
+        audio_flow_steps=flow_steps or cfg.audio_flow_steps,
+    )
+    if wanted == cfg:
         return model
-    grown = ConvWorldModel(dataclasses.replace(cfg, audio_history=history, audio_sample=sample))
-    state = {k: v for k, v in model.state_dict().items() if not k.startswith("audio_head")}
-    missing, unexpected = grown.load_state_dict(state, strict=False)
-    assert not unexpected and all(n.startswith("audio_head") for n in missing), missing
-    old_in, old_out = _linear(model.audio_head[0]), _linear(model.audio_head[2])
-    new_in, new_out = _linear(grown.audio_head[0]), _linear(grown.audio_head[2])
+    grown = ConvWorldModel(wanted)
+    mine = grown.state_dict()
+    kept = {k: v for k, v in model.state_dict().items() if k in mine and v.shape == mine[k].shape}
+    missing, unexpected = grown.load_state_dict(kept, strict=False)
+    sound = ("audio_head", "sound_flow")
+    assert not unexpected and all(n.startswith(sound) for n in missing), missing
     shared = cfg.width_low + cfg.cond_dim  # pooled features and conditioning come first
     heard = cfg.audio_history * cfg.audio_dim  # the old head's sounds, newest last
     with torch.no_grad():
-        new_in.weight.zero_()
-        new_in.weight[:, :shared] = old_in.weight[:, :shared]
-        new_in.weight[:, new_in.in_features - heard :] = old_in.weight[:, shared:]
-        new_in.bias.copy_(old_in.bias)
-        new_out.weight.zero_()
-        new_out.bias.zero_()
-        new_out.weight[: old_out.out_features] = old_out.weight
-        new_out.bias[: old_out.out_features] = old_out.bias
+        if wanted.audio_history != cfg.audio_history:
+            _grow_sound_inputs(model.audio_head[0], grown.audio_head[0], shared, heard)
+            if model.sound_flow is not None and grown.sound_flow is not None:
+                old_in, new_in = model.sound_flow.context_in[0], grown.sound_flow.context_in[0]
+                _grow_sound_inputs(old_in, new_in, shared, heard)
+        if wanted.audio_sample != cfg.audio_sample:
+            old_out, new_out = _linear(model.audio_head[2]), _linear(grown.audio_head[2])
+            new_out.weight.zero_()
+            new_out.bias.zero_()
+            new_out.weight[: old_out.out_features] = old_out.weight
+            new_out.bias[: old_out.out_features] = old_out.bias
     return grown
+
+
+def _grow_sound_inputs(old: torch.nn.Module, new: torch.nn.Module, shared: int, heard: int) -> None:
+    """Copy a sound head's input layer into one that reads more past sounds: the shared
+    inputs and the old sounds (newest last) keep their weights, the older ones start at 0."""
+    old_in, new_in = _linear(old), _linear(new)
+    new_in.weight.zero_()
+    new_in.weight[:, :shared] = old_in.weight[:, :shared]
+    new_in.weight[:, new_in.in_features - heard :] = old_in.weight[:, shared:]
+    new_in.bias.copy_(old_in.bias)
 
 
 def _linear(layer: torch.nn.Module) -> torch.nn.Linear:
@@ -491,7 +523,7 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
         if cfg.bank_share > 0 or cfg.adv_weight > 0:
             raise ValueError("--audio-only trains the sound head alone: no Error Bank, no critic")
         for name, param in model.named_parameters():
-            param.requires_grad_(name.startswith("audio_head"))
+            param.requires_grad_(name.startswith(("audio_head", "sound_flow")))
     trained = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(trained, lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
     critic, critic_opt, adversary = adversarial_parts(cfg, model, device)
