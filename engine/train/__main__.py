@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         "--adv-weight",
         type=float,
         default=None,
-        help="video stage: patch-discriminator weight (0 turns it off); conv: latent-critic "
-        "weight on every predicted frame (regressors)",
+        help="video stage and decoder: patch-discriminator weight (0 turns it off); conv: "
+        "latent-critic weight on every predicted frame (regressors)",
     )
     parser.add_argument(
         "--text-table",
@@ -366,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
                 FinetuneConfig(**{k: v for k, v in fields.items() if v is not None})
             )
         else:
+            fields.update(adv_weight=args.adv_weight)
             path = train_decoder(
                 DecoderTuneConfig(**{k: v for k, v in fields.items() if v is not None})
             )
