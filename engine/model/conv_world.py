@@ -379,10 +379,10 @@ def guided_prediction(
     prev_audio: torch.Tensor,
     cond: Conditioning,
 ) -> Prediction:
-    """A regressor's next frame with the config's text and image guidance: one batched
-    evaluation of the full conditioning and of each guided part left out (only where some
-    row of the batch has that part), z = z_full + sum (w - 1) (z_full - z_without). The
-    sound is the full conditioning's."""
+    """The next frame with the config's text and image guidance: one batched evaluation of
+    the full conditioning and of each guided part left out (only where some row of the batch
+    has that part), z = z_full + sum (w - 1) (z_full - z_without), for a regressor's latent
+    and a code model's logits alike. The sound is the full conditioning's."""
     cfg = model.config
     guided: list[tuple[float, Conditioning]] = []
     if cfg.text_guidance != 1.0 and bool((cond.text.abs().sum() > 0) or cond.memory_valid.any()):
@@ -399,13 +399,19 @@ def guided_prediction(
         prev_audio.repeat(n, *[1] * (prev_audio.dim() - 1)),
         stack_conditionings([cond] + [c for _, c in guided]),
     )
-    full = p.video[:b]
-    out = full
-    for i, (weight, _) in enumerate(guided, start=1):
-        out = out + (weight - 1.0) * (full - p.video[i * b : (i + 1) * b])
+
+    def guide(x: torch.Tensor) -> torch.Tensor:
+        full = x[:b]
+        out = full
+        for i, (weight, _) in enumerate(guided, start=1):
+            out = out + (weight - 1.0) * (full - x[i * b : (i + 1) * b])
+        return out
+
+    logits = None if p.logits is None else guide(p.logits)
     spread = None if p.audio_spread is None else p.audio_spread[:b]
     heard = None if p.heard is None else p.heard[:b]
-    return Prediction(out.clamp(-cfg.clamp, cfg.clamp), p.audio[:b], None, spread, heard)
+    video = guide(p.video).clamp(-cfg.clamp, cfg.clamp)
+    return Prediction(video, p.audio[:b], logits, spread, heard)
 
 
 def sample_frame(
@@ -424,7 +430,7 @@ def sample_frame(
     to the clean estimate at level 1 (x_s = s * x + (1 - s) * noise; each step moves x_s
     toward the model's clean estimate). A model that draws its sound draws it with `gen`."""
     if model.config.codes:
-        p = model.predict(context, valid, prev_audio, cond)
+        p = guided_prediction(model, context, valid, prev_audio, cond)
         assert p.logits is not None
         gumbel = None
         if draws is not None and draws.correlated:

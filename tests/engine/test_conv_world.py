@@ -433,6 +433,38 @@ def test_guidance_moves_away_from_the_prediction_without_the_sentence_or_picture
         set_guidance(2.0, 2.0, folder)
 
 
+def test_a_code_models_guidance_moves_its_code_logits_and_so_its_draws():
+    import dataclasses as dc
+
+    from engine.model.conv_world import guided_prediction, sample_frame, without_text
+
+    torch.manual_seed(0)
+    cfg = ConvWorldConfig(width=16, width_low=16, cond_dim=16, context=3, codes=16)
+    model = ConvWorldModel(dc.replace(cfg, code_temperature=0.0)).eval()
+    with torch.no_grad():
+        model.codebook.normal_()
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    ctx, valid, audio = (
+        torch.randn(1, 3, 8, 16, 16),
+        torch.ones(1, 3, dtype=torch.bool),
+        torch.zeros(1, 32),
+    )
+    cond = conditioning(1)
+    cond.text = 3.0 * torch.randn(1, 384)
+    with torch.no_grad():
+        full = model.predict(ctx, valid, audio, cond).logits
+        bare = model.predict(ctx, valid, audio, without_text(cond)).logits
+        plain_codes = sample_frame(model, ctx, valid, audio, cond)[0]
+        model.config = dc.replace(model.config, text_guidance=4.0)
+        guided = guided_prediction(model, ctx, valid, audio, cond).logits
+        assert torch.allclose(guided, full + 3.0 * (full - bare), atol=1e-4)
+        codes = sample_frame(model, ctx, valid, audio, cond)[0]
+    picked = guided.argmax(dim=1)
+    assert torch.equal(codes, model.codebook[picked].permute(0, 3, 1, 2))  # the likeliest guided
+    assert not torch.equal(codes, plain_codes)  # and the sentence now weighs more
+
+
 def test_the_decoder_tune_sees_the_conv_models_chain_where_its_frames_stand():
     """The GameNGen decoder tune on a conv generator: rounds 0 gives the true latents of the
     frames after each window's context; otherwise the model's own chain from that context,
