@@ -242,6 +242,12 @@ def main(argv: list[str] | None = None) -> int:
         help="conv: the sound head predicts a mean and a spread and the sound is drawn",
     )
     parser.add_argument(
+        "--audio-drop-share",
+        type=float,
+        default=None,
+        help="conv: share of training windows whose sound history is silenced (zeros)",
+    )
+    parser.add_argument(
         "--audio-flow-steps",
         type=int,
         default=None,
@@ -414,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
             "init_critic": args.init_critic,
             "image_share": args.image_share,
             "audio_only": args.audio_only,
+            "audio_drop_share": args.audio_drop_share,
             "threads": args.threads,
         }
         path = train_conv(ConvTrainConfig(**{k: v for k, v in fields.items() if v is not None}))

@@ -96,6 +96,10 @@ class ConvTrainConfig:
     # image arrive (the world recolours; rare in the data otherwise)
     code_weight: float = 1.0  # a code model's cross-entropy weight (its regression keeps 1)
     audio_only: bool = False  # train the sound head alone (the picture frozen; no Error Bank)
+    # share of windows whose chain starts having heard nothing (its sound history zeros): the
+    # sound head must then tell rain or fire from the picture and the sentences, as it must
+    # in a long session once its own washed-out sounds are all it has heard
+    audio_drop_share: float = 0.0
     # The shape of a new model (warm starts keep their own); a denoiser's sampler_steps is
     # its Euler steps per frame, in the Error Bank's rollouts and at run time.
     model: ConvWorldConfig = field(default_factory=ConvWorldConfig)
@@ -217,6 +221,9 @@ def unrolled_loss(
     dropped = torch.rand(b, generator=gen).to(dev) < cfg.drop_share
     missing = torch.randint(1, k + 1, (b,), generator=gen).to(dev)
     valid &= ~(dropped[:, None] & (torch.arange(k, device=dev)[None] < missing[:, None]))
+    if cfg.audio_drop_share > 0:
+        deaf = torch.rand(b, generator=gen).to(dev) < cfg.audio_drop_share
+        prev_audio = torch.where(deaf[:, None, None], torch.zeros_like(prev_audio), prev_audio)
     video_loss = audio_loss = code_loss = torch.zeros((), device=dev)
     predictions = []
     for r in range(cfg.unroll):

@@ -111,6 +111,24 @@ def test_unrolled_training_backpropagates_through_its_own_predictions():
     assert losses.pairs is None  # no critic asked for
 
 
+def test_silenced_windows_train_the_sound_head_without_the_sounds_before_them():
+    bank = LatentBank.build([episode(frames=30), episode(frames=30, seed=1)], table())
+    model = ConvWorldModel(
+        ConvWorldConfig(width=16, width_low=16, cond_dim=16, context=3, audio_history=3)
+    )
+    with torch.no_grad():
+        model.audio_head[0].weight.normal_(0, 0.1)  # a head that listens to its history
+
+    def sound_loss(drop: float, louder: float) -> float:
+        cfg = ConvTrainConfig(unroll=2, noise_share=0.0, drop_share=0.0, audio_drop_share=drop)
+        w = conv_windows(bank, torch.tensor([0, 35]), window=3 + cfg.unroll)
+        w["audio"][:, :3] += louder  # only what was heard before the chain
+        return unrolled_loss(model, w, cfg, torch.Generator().manual_seed(0)).audio.item()
+
+    assert sound_loss(0.0, 0.0) != sound_loss(0.0, 2.0)
+    assert sound_loss(1.0, 0.0) == sound_loss(1.0, 2.0)  # every window heard nothing
+
+
 def test_a_few_steps_on_one_batch_lower_the_unrolled_loss():
     bank = LatentBank.build([episode(frames=30)], table())
     model = small().train()
