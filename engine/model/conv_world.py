@@ -60,6 +60,10 @@ class ConvWorldConfig:
     # folder with `python -m engine.train guidance`.
     text_guidance: float = 1.0
     image_guidance: float = 1.0
+    # > 0: text guidance only while the newest sentence is younger than this many frames (a
+    # push toward what was asked; the model then holds it alone, and a session that typed
+    # once is not extrapolated for the rest of its life); 0 = while any is remembered
+    text_guidance_frames: int = 0
     project_context: bool = False
     # > 0: the picture is a code per latent cell from a learnt codebook of this size
     # (engine/model/latent_codes.py); the model classifies each cell and a code is drawn at
@@ -372,6 +376,15 @@ def stack_conditionings(parts: list[Conditioning]) -> Conditioning:
     return Conditioning(**fields)
 
 
+def guided_rows(cond: Conditioning, frames: int) -> torch.Tensor:
+    """(B,) bool: the rows text guidance applies to: a sentence typed now, or remembered
+    and, when `frames` > 0, younger than `frames`."""
+    remembered = cond.memory_valid
+    if frames > 0:
+        remembered = remembered & (cond.memory_age < frames)
+    return (cond.text.abs().sum(dim=-1) > 0) | remembered.any(dim=-1)
+
+
 def guided_prediction(
     model: ConvWorldModel,
     context: torch.Tensor,
@@ -382,13 +395,16 @@ def guided_prediction(
     """The next frame with the config's text and image guidance: one batched evaluation of
     the full conditioning and of each guided part left out (only where some row of the batch
     has that part), z = z_full + sum (w - 1) (z_full - z_without), for a regressor's latent
-    and a code model's logits alike. The sound is the full conditioning's."""
+    and a code model's logits alike; text guidance weighs only the rows `guided_rows` picks.
+    The sound is the full conditioning's."""
     cfg = model.config
-    guided: list[tuple[float, Conditioning]] = []
-    if cfg.text_guidance != 1.0 and bool((cond.text.abs().sum() > 0) or cond.memory_valid.any()):
-        guided.append((cfg.text_guidance, without_text(cond)))
+    guided: list[tuple[torch.Tensor, Conditioning]] = []
+    asked = guided_rows(cond, cfg.text_guidance_frames)
+    if cfg.text_guidance != 1.0 and bool(asked.any()):
+        guided.append((torch.where(asked, cfg.text_guidance, 1.0), without_text(cond)))
     if cfg.image_guidance != 1.0 and bool(cond.image.abs().sum() > 0):
-        guided.append((cfg.image_guidance, without_image(cond)))
+        weight = torch.full((cond.image.shape[0],), cfg.image_guidance, device=cond.image.device)
+        guided.append((weight, without_image(cond)))
     if not guided:
         return model.predict(context, valid, prev_audio, cond)
     n = 1 + len(guided)
@@ -404,7 +420,8 @@ def guided_prediction(
         full = x[:b]
         out = full
         for i, (weight, _) in enumerate(guided, start=1):
-            out = out + (weight - 1.0) * (full - x[i * b : (i + 1) * b])
+            w = weight.view(-1, *[1] * (x.dim() - 1))
+            out = out + (w - 1.0) * (full - x[i * b : (i + 1) * b])
         return out
 
     logits = None if p.logits is None else guide(p.logits)

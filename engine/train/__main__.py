@@ -67,6 +67,12 @@ def main(argv: list[str] | None = None) -> int:
         "--text-guidance", type=float, default=1.0, help="guidance: sentences' weight (1 = off)"
     )
     parser.add_argument(
+        "--text-guidance-frames",
+        type=int,
+        default=0,
+        help="guidance: frames after a sentence that text guidance lasts (0 = while remembered)",
+    )
+    parser.add_argument(
         "--image-guidance",
         type=float,
         default=1.0,
@@ -301,7 +307,10 @@ def main(argv: list[str] | None = None) -> int:
         from .ship import WEIGHTS, set_guidance
 
         path = set_guidance(
-            args.text_guidance, args.image_guidance, Path(args.dest) if args.dest else WEIGHTS
+            args.text_guidance,
+            args.image_guidance,
+            Path(args.dest) if args.dest else WEIGHTS,
+            args.text_guidance_frames,
         )
     elif args.stage == "code-draws":
         from .ship import WEIGHTS, set_code_draws

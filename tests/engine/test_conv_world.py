@@ -443,9 +443,12 @@ def test_guidance_moves_away_from_the_prediction_without_the_sentence_or_picture
     folder = tmp_path / "w"
     folder.mkdir()
     torch.save({"config": dc.asdict(ConvWorldConfig()), "state": {}}, folder / "world.pt")
-    set_guidance(2.5, 4.0, folder)
+    set_guidance(2.5, 4.0, folder, text_frames=20)
     saved = torch.load(folder / "world.pt", weights_only=True)["config"]
     assert (saved["text_guidance"], saved["image_guidance"]) == (2.5, 4.0)
+    assert saved["text_guidance_frames"] == 20
+    with pytest.raises(ValueError, match="frames"):
+        set_guidance(2.0, 1.0, folder, text_frames=-1)
     torch.save({"config": {"width": 160}, "state": {}}, folder / "world.pt")  # a transformer
     with pytest.raises(ValueError, match="convolutional"):
         set_guidance(2.0, 2.0, folder)
@@ -481,6 +484,33 @@ def test_a_code_models_guidance_moves_its_code_logits_and_so_its_draws():
     picked = guided.argmax(dim=1)
     assert torch.equal(codes, model.codebook[picked].permute(0, 3, 1, 2))  # the likeliest guided
     assert not torch.equal(codes, plain_codes)  # and the sentence now weighs more
+
+
+def test_text_guidance_can_end_a_set_time_after_the_newest_sentence():
+    import dataclasses as dc
+
+    from engine.model.conv_world import guided_prediction, guided_rows
+
+    cond = conditioning(3)
+    cond.memory_valid[:, -1] = True
+    cond.memory = torch.randn(3, MEMORY_SLOTS, 384)
+    cond.memory_age[:, -1] = torch.tensor([5.0, 19.0, 60.0])
+    assert guided_rows(cond, 0).tolist() == [True, True, True]  # while remembered
+    assert guided_rows(cond, 20).tolist() == [True, True, False]
+    cond.text[2] = 1.0  # a sentence typed now is always guided
+    assert guided_rows(cond, 20).tolist() == [True, True, True]
+    cond.text[2] = 0.0
+    model = small().eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    ctx, valid = torch.randn(3, 3, 8, 16, 16), torch.ones(3, 3, dtype=torch.bool)
+    with torch.no_grad():
+        plain = model.predict(ctx, valid, torch.zeros(3, 32), cond).video
+        model.config = dc.replace(model.config, text_guidance=3.0, text_guidance_frames=20)
+        guided = guided_prediction(model, ctx, valid, torch.zeros(3, 32), cond).video
+    assert not torch.allclose(guided[:2], plain[:2])
+    assert torch.allclose(guided[2], plain[2], atol=1e-6)  # its sentence is 60 frames old
 
 
 def test_the_decoder_tune_sees_the_conv_models_chain_where_its_frames_stand():
