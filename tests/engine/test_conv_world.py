@@ -31,6 +31,12 @@ def small(context: int = 3) -> ConvWorldModel:
     return ConvWorldModel(ConvWorldConfig(width=16, width_low=16, cond_dim=16, context=context))
 
 
+def nudge_parameters(model: torch.nn.Module) -> None:
+    """Add small seeded noise to every parameter (zero-initialised heads start to matter)."""
+    for p in model.parameters():
+        p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+
+
 def conditioning(b: int = 2) -> Conditioning:
     return Conditioning(
         inputs=torch.zeros(b, INPUT_FEATURES),
@@ -415,8 +421,7 @@ def test_guidance_moves_away_from_the_prediction_without_the_sentence_or_picture
 
     model = small().eval()
     with torch.no_grad():  # a model whose output depends on text and picture
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+        nudge_parameters(model)
     ctx, valid, audio = (
         torch.randn(1, 3, 8, 16, 16),
         torch.ones(1, 3, dtype=torch.bool),
@@ -464,8 +469,7 @@ def test_a_code_models_guidance_moves_its_code_logits_and_so_its_draws():
     model = ConvWorldModel(dc.replace(cfg, code_temperature=0.0)).eval()
     with torch.no_grad():
         model.codebook.normal_()
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+        nudge_parameters(model)
     ctx, valid, audio = (
         torch.randn(1, 3, 8, 16, 16),
         torch.ones(1, 3, dtype=torch.bool),
@@ -502,8 +506,7 @@ def test_text_guidance_can_end_a_set_time_after_the_newest_sentence():
     cond.text[2] = 0.0
     model = small().eval()
     with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+        nudge_parameters(model)
     ctx, valid = torch.randn(3, 3, 8, 16, 16), torch.ones(3, 3, dtype=torch.bool)
     with torch.no_grad():
         plain = model.predict(ctx, valid, torch.zeros(3, 32), cond).video
