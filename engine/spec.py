@@ -33,6 +33,17 @@ KEY_BITS: dict[str, int] = {
     "DOWN": 128,
 }
 
+# The camera: held arrow keys turn it (LEFT/RIGHT) and tilt it (UP/DOWN) by these radians a
+# frame. The simulator moves by them and the world model's camera warp reads them.
+TURN_RATE = 0.06
+PITCH_RATE = 0.03
+# How far the picture moves, in 8-pixel latent cells, per radian of camera move (at every
+# resolution): a turn slides the sky panorama (4 frame widths around, 16 cells a frame width)
+# and, on average over the columns, the terrain by 4 * 16 / (2 pi) cells; a tilt moves the
+# horizon by tan(pitch) * the projection's half width (90-degree field of view: 8 cells).
+TURN_CELLS_PER_RADIAN = 4 * 16 / (2 * 3.141592653589793)
+PITCH_CELLS_PER_RADIAN = 8.0
+
 
 @dataclass(frozen=True)
 class ThemeInfo:

@@ -25,6 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.spec import PITCH_CELLS_PER_RADIAN, PITCH_RATE, TURN_CELLS_PER_RADIAN, TURN_RATE
+
+from .inputs import CAMERA_SCALE, KEY_ORDER
 from .latent_codes import CodeDraws, code_latents, gumbel_from_uniform, random_numbers
 from .sampler import EulerSampler
 from .sound_flow import SoundFlow, level_features
@@ -49,6 +52,10 @@ class ConvWorldConfig:
     cond_dim: int = 128
     run_noise: float = 0.0  # context noise level the model is told at run time
     flow: bool = False  # also predict a motion field that moves the newest latent (a warp)
+    # the history is moved by the frame's own camera turn and tilt (known from its inputs,
+    # `camera_shift`) before the network reads it, and the newest frame, moved, is what the
+    # output is added to: a turn slides the picture without the network having to learn how
+    camera_warp: bool = False
     denoise: bool = False  # a flow-matching denoiser: the frame is sampled in sampler_steps
     # passes from noise (the model sees the noisy frame and its level) instead of regressed
     clamp: float = 8.0  # outputs are kept within +-clamp (unit-scale latents; a free rollout
@@ -244,6 +251,8 @@ class ConvWorldModel(nn.Module):
     ) -> Prediction:
         """`forward`'s outputs, plus the code logits of a code model."""
         b, k, _, s, _ = context.shape
+        if self.config.camera_warp:
+            context = warp_by_camera(context, cond.inputs)
         mask = valid.float()[:, :, None, None, None]
         planes = mask.expand(b, k, 1, s, s)
         x = torch.cat([context * mask, planes], dim=2).flatten(1, 2)
@@ -349,6 +358,30 @@ def warp(latent: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
     gy, gx = torch.meshgrid(steps, steps, indexing="ij")
     grid = torch.stack([gx, gy], dim=-1)[None] - flow.permute(0, 2, 3, 1) * (2.0 / (s - 1))
     return F.grid_sample(latent, grid, mode="bilinear", padding_mode="border", align_corners=True)
+
+
+_LEFT, _RIGHT, _UP, _DOWN = (KEY_ORDER.index(k) for k in ("LEFT", "RIGHT", "UP", "DOWN"))
+
+
+def camera_shift(inputs: torch.Tensor) -> torch.Tensor:
+    """(B, INPUT_FEATURES) input features -> (B, 2): how far, in latent cells (x right, y
+    down), the frame's camera move slides the picture: the mouse's yaw and pitch deltas plus
+    the held arrow keys' turn and tilt (a right turn moves the picture left; looking up
+    moves it down)."""
+    yaw = inputs[:, 8] / CAMERA_SCALE + TURN_RATE * (inputs[:, _RIGHT] - inputs[:, _LEFT])
+    pitch = inputs[:, 9] / CAMERA_SCALE + PITCH_RATE * (inputs[:, _UP] - inputs[:, _DOWN])
+    return torch.stack([-yaw * TURN_CELLS_PER_RADIAN, pitch * PITCH_CELLS_PER_RADIAN], dim=1)
+
+
+def warp_by_camera(context: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+    """Every latent of `context` (B, K, C, S, S) moved by its row's camera shift (bilinear;
+    the cells the move uncovers repeat the border, for the network to paint)."""
+    b, k, c, s, _ = context.shape
+    shift = camera_shift(inputs)
+    if not bool(shift.abs().sum() > 0):
+        return context
+    flow = shift[:, :, None, None].expand(b, 2, s, s)
+    return warp(context.reshape(b, k * c, s, s), flow).reshape(b, k, c, s, s)
 
 
 def without_text(c: Conditioning) -> Conditioning:

@@ -88,10 +88,34 @@ class CodeDraws:
             raise ValueError(f"blur must be >= 0 and memory in [0, 1), not {blur}, {memory}")
         self.gen, self.blur, self.memory = gen, blur, memory
         self.field: torch.Tensor | None = None
+        self.offset = [0.0, 0.0]  # camera moves (cells, x and y) not yet applied to the field
 
     @property
     def correlated(self) -> bool:
         return self.blur > 0 or self.memory > 0
+
+    def move(self, dx: float, dy: float) -> None:
+        """Carry the noise along with a picture that the camera slid by (dx, dy) cells, so a
+        patch that moved keeps its luck (whole cells only: the rest waits for the next move;
+        the cells the move uncovers get fresh noise, so every cell's noise stays Gumbel)."""
+        self.offset = [self.offset[0] + dx, self.offset[1] + dy]
+        steps = [int(round(o)) for o in self.offset]
+        if self.field is None or not any(steps):
+            return
+        self.offset = [o - n for o, n in zip(self.offset, steps, strict=True)]
+        field = self.field
+        for n, axis in zip(steps, (-1, -2), strict=True):
+            if n == 0:
+                continue
+            size = field.shape[axis]
+            n = max(-size, min(size, n))
+            field = torch.roll(field, n, dims=axis)
+            uncovered = slice(0, n) if n > 0 else slice(size + n, size)
+            index = [slice(None)] * field.dim()
+            index[axis] = uncovered
+            fresh = torch.randn(field[tuple(index)].shape, generator=self.gen)
+            field[tuple(index)] = fresh
+        self.field = field
 
     def gumbel(self, shape: torch.Size, device: torch.device | str = "cpu") -> torch.Tensor:
         """Standard Gumbel noise of `shape` (B, K, S, S), correlated as configured."""

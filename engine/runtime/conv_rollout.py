@@ -17,7 +17,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine.model.conv_world import MEMORY_SLOTS, Conditioning, ConvWorldModel, sample_frame
+from engine.model.conv_world import (
+    MEMORY_SLOTS,
+    Conditioning,
+    ConvWorldModel,
+    camera_shift,
+    sample_frame,
+)
 from engine.model.latent_codes import CodeDraws, code_latents, nearest_codes
 
 
@@ -129,6 +135,9 @@ class ConvRollout:
             shape = (1, cfg.latent_channels, cfg.latent_size, cfg.latent_size)
             noise = torch.randn(shape, generator=self.gen)
         cond = self._conditioning(inputs, frame, text)
+        if cfg.camera_warp:
+            dx, dy = camera_shift(cond.inputs)[0].tolist()
+            self.draws.move(dx, dy)
         z, a = sample_frame(
             self.model, context, valid, self.audio, cond, noise, self.gen, self.draws
         )

@@ -7,9 +7,11 @@ from engine.spec import (  # noqa: F401  (re-exported)
     DEFAULT_RESOLUTION,
     FPS,
     KEY_BITS,
+    PITCH_RATE,
     SAMPLE_RATE,
     SAMPLES_PER_FRAME,
     SUPPORTED_RESOLUTIONS,
+    TURN_RATE,
 )
 
 WEATHERS = ("clear", "rain", "snow", "fog")

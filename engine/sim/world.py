@@ -9,6 +9,7 @@ import numpy as np
 
 from . import constants as C
 from .audio import AudioGains, AudioMixer, build_audio_bank, wind_gain
+from .constants import PITCH_RATE, TURN_RATE
 from .creature import Creature, CreatureState, wrapped_delta
 from .fire import ASH_RGB, FLAME_RGB, FireField
 from .labels import LABEL_DTYPE
@@ -31,8 +32,6 @@ from .terrain import (
 from .themes import THEME_IDS, Theme, apply_palette, get_theme
 
 MOVE_SPEED = 0.25  # world units (map cells) per frame
-TURN_RATE = 0.06  # radians per frame while an arrow key is held
-PITCH_RATE = 0.03
 PITCH_LIMIT = 0.45
 STRIDE = 2.0  # world units walked per footstep
 EYE_HEIGHT = 2.4

@@ -165,6 +165,12 @@ def main(argv: list[str] | None = None) -> int:
         "--flow", action="store_true", help="conv: a new model also predicts a motion field"
     )
     parser.add_argument(
+        "--camera-warp",
+        action="store_true",
+        help="conv: the history is moved by each frame's camera turn before the model reads it "
+        "(an --init model gets it too)",
+    )
+    parser.add_argument(
         "--bank-every", type=int, default=None, help="conv: steps between Error Bank collections"
     )
     parser.add_argument(
@@ -415,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
                     if v is not None
                 },
                 flow=args.flow,
+                camera_warp=args.camera_warp,
                 denoise=args.denoise,
                 sampler_steps=DENOISER_STEPS if args.denoise else 1,
             ),

@@ -365,6 +365,8 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
             raise ValueError(f"{cfg.init} holds no convolutional world model")
         if wanted.codes and not model.config.codes:
             model = with_code_heads(model, wanted.codes)
+        if wanted.camera_warp:  # no weights of its own: the same network reads moved history
+            model.config = dataclasses.replace(model.config, camera_warp=True)
         return with_sound_head(
             model, wanted.audio_history, wanted.audio_sample, wanted.audio_flow_steps
         )
@@ -376,6 +378,7 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
             and model.config.denoise == wanted.denoise
             and model.config.flow == wanted.flow
             and model.config.codes == wanted.codes
+            and model.config.camera_warp == wanted.camera_warp
         ):
             return with_sound_head(
                 model, wanted.audio_history, wanted.audio_sample, wanted.audio_flow_steps

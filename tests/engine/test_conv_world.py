@@ -782,3 +782,99 @@ def test_audio_only_training_moves_the_sound_head_alone(tmp_path, training):
     assert moved and all(k.startswith("audio_head") for k in moved), moved
     with pytest.raises(ValueError, match="sound head alone"):
         conv.train_conv(dataclasses.replace(tuned_cfg, out=str(tmp_path / "x"), bank_share=0.5))
+
+
+def held(*keys: str, yaw: float = 0.0, pitch: float = 0.0) -> torch.Tensor:
+    """(1, INPUT_FEATURES) features of one frame's held keys and mouse deltas."""
+    from engine.model.inputs import input_features
+    from engine.spec import KEY_BITS
+
+    mask = sum(KEY_BITS[k] for k in keys)
+    return torch.as_tensor(input_features(mask, yaw, pitch, 0.0, False, False))[None]
+
+
+def test_the_camera_shift_reads_the_turn_keys_and_the_mouse():
+    from engine.model.conv_world import camera_shift
+    from engine.spec import PITCH_RATE, TURN_CELLS_PER_RADIAN, TURN_RATE
+
+    right, left, up = camera_shift(torch.cat([held("RIGHT"), held("LEFT"), held("UP", "W")]))
+    assert right[0] == pytest.approx(-TURN_RATE * TURN_CELLS_PER_RADIAN)  # the picture goes left
+    assert right[1] == 0 and left[0] == pytest.approx(-right[0].item())
+    assert up[0] == 0 and up[1] == pytest.approx(PITCH_RATE * 8.0)  # looking up moves it down
+    mouse = camera_shift(held("RIGHT", yaw=0.04, pitch=-0.02))[0]
+    assert mouse[0] == pytest.approx(-(TURN_RATE + 0.04) * TURN_CELLS_PER_RADIAN, rel=1e-5)
+    assert mouse[1] == pytest.approx(-0.02 * 8.0, rel=1e-5)
+    assert not camera_shift(held("W", "A")).any()  # walking is not a camera move
+
+
+def test_the_camera_shift_predicts_how_the_simulators_picture_moves():
+    """Sign and size against the real thing: the tokenizer's latent of a turning or tilting
+    simulator frame, moved by the camera shift, is nearer the next frame's than unmoved."""
+    from engine.model.checkpoint import load_checkpoint
+    from engine.model.conv_world import warp_by_camera
+    from engine.model.video_ae import VideoAE, VideoAEConfig, frames_to_tensor
+    from engine.runtime.session import DEFAULT_WEIGHTS
+    from engine.sim import FrameInputs, SimWorld, WorldSpec
+
+    ae = load_checkpoint(DEFAULT_WEIGHTS / "video_ae.pt", VideoAE, VideoAEConfig).eval()
+    for keys, better in ((("RIGHT",), 0.8), (("LEFT",), 0.8), (("UP",), 0.97)):
+        sim = SimWorld(WorldSpec(seed=3, theme="frost_valley"))
+        sim.reset()
+        frames = np.stack([sim.step(FrameInputs.hold(*keys)).rgb for _ in range(7)])
+        with torch.inference_mode():
+            z = ae.encode(frames_to_tensor(frames))
+        before, after = z[:-1, None], z[1:]
+        moved = warp_by_camera(before, held(*keys).expand(len(after), -1))[:, 0]
+        inner = (..., slice(2, -2), slice(2, -2))  # away from the cells a move uncovers
+        ratio = (moved - after)[inner].pow(2).mean() / (before[:, 0] - after)[inner].pow(2).mean()
+        assert ratio < better, (keys, ratio)
+
+
+def test_a_camera_warp_model_starts_as_the_newest_frame_moved_by_the_turn():
+    from engine.model.conv_world import camera_shift, warp
+
+    model = ConvWorldModel(dataclasses.replace(small().config, camera_warp=True))
+    ctx = torch.randn(2, 3, 8, 16, 16)
+    valid = torch.ones(2, 3, dtype=torch.bool)
+    cond = conditioning()
+    cond.inputs = torch.cat([held("RIGHT"), held()])
+    z, _ = model(ctx, valid, torch.zeros(2, 32), cond)
+    shift = camera_shift(cond.inputs)[:1, :, None, None].expand(1, 2, 16, 16)
+    assert torch.allclose(z[:1], warp(ctx[:1, -1], shift), atol=1e-5)
+    assert not torch.allclose(z[:1], ctx[:1, -1], atol=1e-3)
+    assert torch.allclose(z[1:], ctx[1:, -1], atol=1e-5)  # no turn, no move
+
+
+def test_code_draw_noise_moves_with_the_picture_and_stays_gumbel():
+    from engine.model.latent_codes import CodeDraws
+
+    shape = torch.Size([1, 4, 16, 16])
+    draws = CodeDraws(torch.Generator().manual_seed(0), memory=0.999)
+    draws.gumbel(shape)
+    before = draws.field.clone()
+    draws.move(0.3, 0.0)  # less than half a cell: nothing moves yet
+    assert torch.equal(draws.field, before)
+    draws.move(0.3, -1.0)  # 0.6 in all: one cell right, and one up
+    after = draws.field
+    assert torch.equal(after[..., :-1, 1:], before[..., 1:, :-1])
+    assert not torch.allclose(after[..., :, 0], before[..., :, -1])  # the uncovered column is new
+    assert draws.offset == pytest.approx([-0.4, 0.0])
+    many = CodeDraws(torch.Generator().manual_seed(1), memory=0.9)
+    pooled = []
+    for _ in range(30):
+        many.move(2.6, 0.7)
+        pooled.append(many.gumbel(torch.Size([8, 16, 16, 16])))
+    noise = torch.stack(pooled)
+    assert abs(noise.mean().item() - 0.5772) < 0.03
+    assert abs(noise.var().item() - math.pi**2 / 6) < 0.08
+
+
+def test_an_init_model_gets_the_camera_warp_it_is_asked_for(tmp_path):
+    from engine.train.conv_generator import initial_model
+
+    path = tmp_path / "world.pt"
+    model = small()
+    save_checkpoint(path, model, {"config": dataclasses.asdict(model.config)})
+    cfg = ConvTrainConfig(init=str(path), model=dataclasses.replace(model.config, camera_warp=True))
+    warm = initial_model(cfg)
+    assert warm.config.camera_warp and same_weights(warm, model)
