@@ -365,10 +365,11 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
             raise ValueError(f"{cfg.init} holds no convolutional world model")
         if wanted.codes and not model.config.codes:
             model = with_code_heads(model, wanted.codes)
-        if wanted.camera_warp:  # no weights of its own: the same network reads moved history
-            model.config = dataclasses.replace(model.config, camera_warp=True)
         return with_sound_head(
-            model, wanted.audio_history, wanted.audio_sample, wanted.audio_flow_steps
+            with_camera_warp(model, wanted.camera_warp),
+            wanted.audio_history,
+            wanted.audio_sample,
+            wanted.audio_flow_steps,
         )
     shipped = Path(cfg.weights) / "world.pt"
     if shipped.exists():
@@ -378,12 +379,22 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
             and model.config.denoise == wanted.denoise
             and model.config.flow == wanted.flow
             and model.config.codes == wanted.codes
-            and model.config.camera_warp == wanted.camera_warp
         ):
             return with_sound_head(
-                model, wanted.audio_history, wanted.audio_sample, wanted.audio_flow_steps
+                with_camera_warp(model, wanted.camera_warp),
+                wanted.audio_history,
+                wanted.audio_sample,
+                wanted.audio_flow_steps,
             )
     return ConvWorldModel(wanted)
+
+
+def with_camera_warp(model: ConvWorldModel, wanted: bool) -> ConvWorldModel:
+    """The model reading its history moved by the camera where that is asked for or it did
+    already (the warp has no weights of its own: the same network, moved inputs)."""
+    if wanted and not model.config.camera_warp:
+        model.config = dataclasses.replace(model.config, camera_warp=True)
+    return model
 
 
 def with_code_heads(model: ConvWorldModel, codes: int) -> ConvWorldModel:

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# GPU recipe v6 (issue 11): the convolutional world model (engine/model/conv_world.py) on one
+# GPU recipe v7 (issue 11): the convolutional world model (engine/model/conv_world.py) on one
 # 15-minute H200 lease; v5 (v4 plus reference images arriving mid-episode and a carried
-# critic) plus a fifth arm, `codes`: the candidate as a code model (MODEL.md, v7 experiments).
+# critic) plus a fifth arm, `codes`: the candidate as a code model (MODEL.md, v7 experiments);
+# since v7 the regressing and code arms read their history moved by each frame's camera turn
+# (--camera-warp, MODEL.md v10).
 # Every arm warm-starts from engine/weights/world.pt when that is a conv model, so progress
 # accumulates across sessions even when runs/ is gone.
 #
@@ -101,9 +103,9 @@ stamp "conv generator arms side by side: $arms"
 declare -A arm_args=(
     [main]="--denoise --bank-share 0.25 --unroll 4"
     [nobank]="--denoise --bank-share 0 --unroll 4"
-    [regress]="--bank-share 0.25 --unroll 8 --image-share 0.125"
-    [critic]="--bank-share 0.25 --unroll 8 --image-share 0.125 --adv-weight 0.1 --critic-warmup 50"
-    [codes]="--codes 1024 --bank-share 0.25 --unroll 8 --image-share 0.125 --audio-history 4"
+    [regress]="--bank-share 0.25 --unroll 8 --image-share 0.125 --camera-warp"
+    [critic]="--bank-share 0.25 --unroll 8 --image-share 0.125 --adv-weight 0.1 --critic-warmup 50 --camera-warp"
+    [codes]="--codes 1024 --bank-share 0.25 --unroll 8 --image-share 0.125 --audio-history 4 --camera-warp"
 )
 # The best CPU-trained conv regressor so far (MODEL.md, v4 experiments) is kept as a
 # candidate: the regressing arms start from it instead of from nothing.

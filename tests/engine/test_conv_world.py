@@ -878,3 +878,7 @@ def test_an_init_model_gets_the_camera_warp_it_is_asked_for(tmp_path):
     cfg = ConvTrainConfig(init=str(path), model=dataclasses.replace(model.config, camera_warp=True))
     warm = initial_model(cfg)
     assert warm.config.camera_warp and same_weights(warm, model)
+    # a weights folder whose world.pt reads moved history is continued as it is, asked or not
+    save_checkpoint(path, warm, {"config": dataclasses.asdict(warm.config)})
+    again = initial_model(ConvTrainConfig(weights=str(tmp_path), model=small().config))
+    assert again.config.camera_warp and same_weights(again, model)
