@@ -2,7 +2,8 @@
 ship, text-table (sentence embeddings for a machine without the text encoder), openings
 (keyframes sessions start from), sampler-steps (the shipped generator's default), guidance
 (a conv generator's run-time text and image guidance), code-draws (a code model's run-time
-draw temperature and noise sharing), measure
+draw temperature and noise sharing), camera-warp (a conv generator reads its history moved
+by the camera; --off undoes it), measure
 (rollout picture quality against the simulator, engine/train/measure.py), sheets (60-second
 contact sheets per theme), audio-study (what a per-frame audio latent can carry; SNR and
 log-spectral distance of audio tokenizers on held-out audio), or the issue-11 fine-tunes
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
             "sampler-steps",
             "guidance",
             "code-draws",
+            "camera-warp",
             "measure",
             "sheets",
             "errorbank",
@@ -169,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="conv: the history is moved by each frame's camera turn before the model reads it "
         "(an --init model gets it too)",
+    )
+    parser.add_argument(
+        "--off", action="store_true", help="camera-warp: stop reading moved history"
     )
     parser.add_argument(
         "--bank-every", type=int, default=None, help="conv: steps between Error Bank collections"
@@ -328,6 +333,13 @@ def main(argv: list[str] | None = None) -> int:
                 args.code_noise_blur,
                 args.code_noise_memory,
             )
+        except ValueError as err:
+            parser.error(str(err))
+    elif args.stage == "camera-warp":
+        from .ship import WEIGHTS, set_camera_warp
+
+        try:
+            path = set_camera_warp(not args.off, Path(args.dest) if args.dest else WEIGHTS)
         except ValueError as err:
             parser.error(str(err))
     elif args.stage == "openings":

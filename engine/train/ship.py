@@ -92,9 +92,20 @@ def set_code_draws(
     )
 
 
+def set_camera_warp(on: bool = True, weights: Path = WEIGHTS) -> Path:
+    """Make a conv model read its history moved by each frame's camera turn and tilt (or stop
+    it). The warp has no weights of its own, so trained weights take it as they are
+    (conv_world.camera_shift; MODEL.md v10 measures it)."""
+    return _set_config(
+        weights,
+        {"camera_warp": bool(on)},
+        needs=(lambda c: c.get("arch") == "conv", "convolutional world model (the warp is for it)"),
+    )
+
+
 def _set_config(
     weights: Path,
-    values: dict[str, float],
+    values: dict[str, float | bool],
     needs: tuple[Callable[[dict], bool], str] | None = None,
 ) -> Path:
     """Rewrite run-time settings in a weights folder's world.pt config; `needs` (a test of the

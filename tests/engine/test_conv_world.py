@@ -882,3 +882,17 @@ def test_an_init_model_gets_the_camera_warp_it_is_asked_for(tmp_path):
     save_checkpoint(path, warm, {"config": dataclasses.asdict(warm.config)})
     again = initial_model(ConvTrainConfig(weights=str(tmp_path), model=small().config))
     assert again.config.camera_warp and same_weights(again, model)
+
+
+def test_the_camera_warp_is_set_on_conv_models_only(tmp_path):
+    from engine.model.world import WorldModel, WorldModelConfig
+    from engine.train.ship import set_camera_warp
+
+    save_checkpoint(tmp_path / "world.pt", small(), half=True)
+    set_camera_warp(True, tmp_path)
+    assert load_world_model(tmp_path / "world.pt").config.camera_warp
+    set_camera_warp(False, tmp_path)
+    assert not load_world_model(tmp_path / "world.pt").config.camera_warp
+    save_checkpoint(tmp_path / "world.pt", WorldModel(WorldModelConfig(width=32, depth=1, heads=2)))
+    with pytest.raises(ValueError, match="no convolutional world model"):
+        set_camera_warp(True, tmp_path)
