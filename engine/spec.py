@@ -7,6 +7,7 @@ or torch. `engine.sim.constants` and `engine.sim.themes` re-export what they sha
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,7 @@ PITCH_RATE = 0.03
 # resolution): a turn slides the sky panorama (4 frame widths around, 16 cells a frame width)
 # and, on average over the columns, the terrain by 4 * 16 / (2 pi) cells; a tilt moves the
 # horizon by tan(pitch) * the projection's half width (90-degree field of view: 8 cells).
-TURN_CELLS_PER_RADIAN = 4 * 16 / (2 * 3.141592653589793)
+TURN_CELLS_PER_RADIAN = 4 * 16 / (2 * math.pi)
 PITCH_CELLS_PER_RADIAN = 8.0
 
 

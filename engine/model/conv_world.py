@@ -27,7 +27,7 @@ from torch import nn
 
 from engine.spec import PITCH_CELLS_PER_RADIAN, PITCH_RATE, TURN_CELLS_PER_RADIAN, TURN_RATE
 
-from .inputs import CAMERA_SCALE, KEY_ORDER
+from .inputs import CAMERA_SCALE, KEY_ORDER, PITCH_FEATURE, YAW_FEATURE
 from .latent_codes import CodeDraws, code_latents, gumbel_from_uniform, random_numbers
 from .sampler import EulerSampler
 from .sound_flow import SoundFlow, level_features
@@ -368,8 +368,9 @@ def camera_shift(inputs: torch.Tensor) -> torch.Tensor:
     down), the frame's camera move slides the picture: the mouse's yaw and pitch deltas plus
     the held arrow keys' turn and tilt (a right turn moves the picture left; looking up
     moves it down)."""
-    yaw = inputs[:, 8] / CAMERA_SCALE + TURN_RATE * (inputs[:, _RIGHT] - inputs[:, _LEFT])
-    pitch = inputs[:, 9] / CAMERA_SCALE + PITCH_RATE * (inputs[:, _UP] - inputs[:, _DOWN])
+    turn, tilt = inputs[:, _RIGHT] - inputs[:, _LEFT], inputs[:, _UP] - inputs[:, _DOWN]
+    yaw = inputs[:, YAW_FEATURE] / CAMERA_SCALE + TURN_RATE * turn
+    pitch = inputs[:, PITCH_FEATURE] / CAMERA_SCALE + PITCH_RATE * tilt
     return torch.stack([-yaw * TURN_CELLS_PER_RADIAN, pitch * PITCH_CELLS_PER_RADIAN], dim=1)
 
 

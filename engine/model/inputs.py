@@ -8,6 +8,7 @@ from .world import INPUT_FEATURES
 
 KEY_ORDER = ("W", "A", "S", "D", "LEFT", "RIGHT", "UP", "DOWN")  # engine.sim KEY_BITS order
 CAMERA_SCALE = 10.0  # radians per frame -> roughly unit scale (arrow keys turn 0.06/frame)
+YAW_FEATURE, PITCH_FEATURE = 8, 9  # where the scaled camera deltas sit (after the key bits)
 
 
 def input_features(
@@ -16,8 +17,8 @@ def input_features(
     """(INPUT_FEATURES,) float32: key bits, scaled camera deltas, audio-input features."""
     out = np.zeros(INPUT_FEATURES, np.float32)
     out[:8] = [(int(keys) >> i) & 1 for i in range(8)]
-    out[8] = np.clip(yaw * CAMERA_SCALE, -5, 5)
-    out[9] = np.clip(pitch * CAMERA_SCALE, -5, 5)
+    out[YAW_FEATURE] = np.clip(yaw * CAMERA_SCALE, -5, 5)
+    out[PITCH_FEATURE] = np.clip(pitch * CAMERA_SCALE, -5, 5)
     out[10] = loudness
     out[11] = float(onset)
     out[12] = float(image_event)
