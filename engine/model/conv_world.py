@@ -28,7 +28,13 @@ from torch import nn
 from engine.spec import PITCH_CELLS_PER_RADIAN, PITCH_RATE, TURN_CELLS_PER_RADIAN, TURN_RATE
 
 from .inputs import CAMERA_SCALE, KEY_ORDER, PITCH_FEATURE, YAW_FEATURE
-from .latent_codes import CodeDraws, code_latents, gumbel_from_uniform, random_numbers
+from .latent_codes import (
+    CodeDraws,
+    code_latents,
+    gumbel_from_uniform,
+    nearest_codes,
+    random_numbers,
+)
 from .sampler import EulerSampler
 from .sound_flow import SoundFlow, level_features
 from .world import INPUT_FEATURES
@@ -56,6 +62,14 @@ class ConvWorldConfig:
     # `camera_shift`) before the network reads it, and the newest frame, moved, is what the
     # output is added to: a turn slides the picture without the network having to learn how
     camera_warp: bool = False
+    # with the camera warp: a session remembers the newest latent of every direction it has
+    # faced (engine/model/view_memory.py) and a turn that uncovers one starts from it.
+    # A run-time knob, not trained (`python -m engine.train view-memory`)
+    view_memory: bool = False
+    # with the camera warp: a session moves its history by whole cells only, carrying the
+    # rest to the next frame, so a code model's history stays made of its codes (a
+    # fractional move blends neighbouring codes into a patch no code is). Run-time, not trained
+    warp_whole_cells: bool = False
     denoise: bool = False  # a flow-matching denoiser: the frame is sampled in sampler_steps
     # passes from noise (the model sees the noisy frame and its level) instead of regressed
     clamp: float = 8.0  # outputs are kept within +-clamp (unit-scale latents; a free rollout
@@ -82,6 +96,9 @@ class ConvWorldConfig:
     # 0 and 0 = independent per cell and frame, as in training. Run-time knobs, not trained.
     code_noise_blur: float = 0.0
     code_noise_memory: float = 0.0
+    # nats added to the logit of the code each cell already shows (the history's newest
+    # frame, moved by any camera warp): > 0 keeps what has no reason to change. Run-time
+    code_keep: float = 0.0
     # The sound head reads the last `audio_history` audio latents (footsteps keep a rhythm
     # that one frame of sound does not show); with `audio_sample` it predicts a mean and a
     # spread per number and the sound is drawn (a regressed mean plays every uncertain event,
@@ -105,6 +122,11 @@ class Prediction:
     logits: torch.Tensor | None = None
     audio_spread: torch.Tensor | None = None  # (B, A) standard deviation (audio_sample models)
     heard: torch.Tensor | None = None  # (B, D) what the sound heads read (flow-sound models)
+    # (B, C, S, S) the newest history latent as the output was added to it (moved by the
+    # camera warp), and (B, S, S) bool the cells the warp left for the network to paint
+    # (uncovered and not remembered); what a code model's `code_keep` favours
+    newest: torch.Tensor | None = None
+    painted: torch.Tensor | None = None
 
 
 @dataclass
@@ -120,6 +142,14 @@ class Conditioning:
     image: torch.Tensor  # (B, image_dim) pooled reference latent (zeros if none)
     noise: torch.Tensor  # (B,) context noise level
     level: torch.Tensor | None = None  # (B,) flow level of the noisy target (denoising models)
+    # (B, C + 1, S, S) a session's view memory (engine/model/view_memory.py) at this frame's
+    # camera: the remembered latents and a plane that is 1 where the cell was ever seen. The
+    # camera warp fills what the move uncovers from it instead of repeating the border.
+    seen: torch.Tensor | None = None
+    # (B, 2) the move, in cells, the camera warp applies; None = `camera_shift(inputs)`, the
+    # frame's own (training). A session may move its history by whole cells only and carry
+    # the rest to the next frame (`ConvWorldConfig.warp_whole_cells`).
+    shift: torch.Tensor | None = None
 
 
 class FiLMBlock(nn.Module):
@@ -251,8 +281,13 @@ class ConvWorldModel(nn.Module):
     ) -> Prediction:
         """`forward`'s outputs, plus the code logits of a code model."""
         b, k, _, s, _ = context.shape
+        painted = None
         if self.config.camera_warp:
-            context = warp_by_camera(context, cond.inputs)
+            shift = camera_shift(cond.inputs) if cond.shift is None else cond.shift
+            context = warp_by_camera(context, shift, cond.seen)
+            painted = uncovered_cells(shift, s)
+            if cond.seen is not None:
+                painted = painted & (cond.seen[:, -1] < 0.5)
         mask = valid.float()[:, :, None, None, None]
         planes = mask.expand(b, k, 1, s, s)
         x = torch.cat([context * mask, planes], dim=2).flatten(1, 2)
@@ -292,7 +327,9 @@ class ConvWorldModel(nn.Module):
         video = (newest + delta).clamp(-limit, limit)
         logits = self.code_logits(video, features) if self.config.codes else None
         flow_reads = heard if self.sound_flow is not None else None
-        return Prediction(video, audio.clamp(-limit, limit), logits, spread, flow_reads)
+        return Prediction(
+            video, audio.clamp(-limit, limit), logits, spread, flow_reads, newest, painted
+        )
 
     def audio_history_rows(self, prev_audio: torch.Tensor) -> torch.Tensor:
         """(B, A) or (B, H', A) past audio latents -> the (B, audio_history, A) the sound head
@@ -374,15 +411,33 @@ def camera_shift(inputs: torch.Tensor) -> torch.Tensor:
     return torch.stack([-yaw * TURN_CELLS_PER_RADIAN, pitch * PITCH_CELLS_PER_RADIAN], dim=1)
 
 
-def warp_by_camera(context: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
-    """Every latent of `context` (B, K, C, S, S) moved by its row's camera shift (bilinear;
-    the cells the move uncovers repeat the border, for the network to paint)."""
+def warp_by_camera(
+    context: torch.Tensor, shift: torch.Tensor, seen: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Every latent of `context` (B, K, C, S, S) moved by its row's camera shift (B, 2) in
+    cells (`camera_shift`; bilinear).
+    The cells the move uncovers repeat the border for the network to paint, or, where `seen`
+    (B, C + 1, S, S: latents and a seen plane, `Conditioning.seen`) remembers them, start
+    from what was there."""
     b, k, c, s, _ = context.shape
-    shift = camera_shift(inputs)
     if not bool(shift.abs().sum() > 0):
         return context
     flow = shift[:, :, None, None].expand(b, 2, s, s)
-    return warp(context.reshape(b, k * c, s, s), flow).reshape(b, k, c, s, s)
+    moved = warp(context.reshape(b, k * c, s, s), flow).reshape(b, k, c, s, s)
+    if seen is None:
+        return moved
+    fill = uncovered_cells(shift, s) & (seen[:, -1] > 0.5)  # (B, S, S)
+    return torch.where(fill[:, None, None], seen[:, None, :-1], moved)
+
+
+def uncovered_cells(shift: torch.Tensor, size: int) -> torch.Tensor:
+    """(B, 2) camera shifts in cells -> (B, S, S) bool: the cells whose content the move brings
+    in from outside the frame (they read more than half a cell beyond its border)."""
+    n = torch.arange(size, dtype=shift.dtype, device=shift.device)
+    x = n[None, None, :] - shift[:, 0, None, None]
+    y = n[None, :, None] - shift[:, 1, None, None]
+    edge = size - 0.5
+    return (x < -0.5) | (x > edge) | (y < -0.5) | (y > edge)
 
 
 def without_text(c: Conditioning) -> Conditioning:
@@ -462,7 +517,24 @@ def guided_prediction(
     spread = None if p.audio_spread is None else p.audio_spread[:b]
     heard = None if p.heard is None else p.heard[:b]
     video = guide(p.video).clamp(-cfg.clamp, cfg.clamp)
-    return Prediction(video, p.audio[:b], logits, spread, heard)
+    newest = None if p.newest is None else p.newest[:b]
+    painted = None if p.painted is None else p.painted[:b]
+    return Prediction(video, p.audio[:b], logits, spread, heard, newest, painted)
+
+
+def kept_logits(model: ConvWorldModel, p: Prediction) -> torch.Tensor:
+    """A code model's logits with `code_keep` nats added, in every cell the history carries
+    (everywhere but what a turn uncovered and nothing remembers), to the code that cell
+    already shows: a picture that has no reason to change keeps its patches, where a fresh
+    draw each frame lets a region slide toward whatever code is commonest (an ember forest's
+    whole view turning into its red tree band)."""
+    assert p.logits is not None and p.newest is not None
+    codebook: torch.Tensor = model.codebook  # type: ignore[assignment]
+    shown = nearest_codes(p.newest, codebook)  # (B, S, S)
+    bonus = F.one_hot(shown, codebook.shape[0]).permute(0, 3, 1, 2).to(p.logits.dtype)
+    if p.painted is not None:
+        bonus = bonus * (~p.painted)[:, None]
+    return p.logits + model.config.code_keep * bonus
 
 
 def sample_frame(
@@ -483,10 +555,11 @@ def sample_frame(
     if model.config.codes:
         p = guided_prediction(model, context, valid, prev_audio, cond)
         assert p.logits is not None
+        logits = p.logits if model.config.code_keep == 0 else kept_logits(model, p)
         gumbel = None
         if draws is not None and draws.correlated:
-            gumbel = draws.gumbel(p.logits.shape, p.logits.device)
-        return model.draw_codes(p.logits, gen, gumbel), model.draw_audio(p, gen)
+            gumbel = draws.gumbel(logits.shape, logits.device)
+        return model.draw_codes(logits, gen, gumbel), model.draw_audio(p, gen)
     if not model.config.denoise:
         p = guided_prediction(model, context, valid, prev_audio, cond)
         return p.video, model.draw_audio(p, gen)

@@ -25,6 +25,7 @@ from engine.model.conv_world import (
     sample_frame,
 )
 from engine.model.latent_codes import CodeDraws, code_latents, nearest_codes
+from engine.model.view_memory import ViewMemory
 
 
 class ConvRollout:
@@ -42,6 +43,10 @@ class ConvRollout:
         self.gen = torch.Generator().manual_seed(seed)  # a denoiser's noise, a code model's draws
         cfg = model.config
         self.draws = CodeDraws(self.gen, cfg.code_noise_blur, cfg.code_noise_memory)
+        self.views: ViewMemory | None = None  # what each direction looked like, last seen
+        self.warp_rest = torch.zeros(1, 2)  # camera move not yet applied (whole-cell warps)
+        if cfg.camera_warp and cfg.view_memory:
+            self.views = ViewMemory(cfg.latent_channels, cfg.latent_size)
         self.theme = torch.tensor([theme])
         self.image = self._image_row(image_token)
         self.history: list[torch.Tensor] = []  # newest last, at most `context`
@@ -105,18 +110,27 @@ class ConvRollout:
     ) -> None:
         """A clean frame (known or just generated) joins the history. As with
         `LatentRollout`, remembering a sentence is `add_text`'s job (`generate` does it);
-        `inputs` and `text` are what the frame was made from, which the next step does not
-        read."""
-        del inputs, text
+        `inputs` and `text` are what the frame was made from: only a view memory reads the
+        inputs (where the camera now looks)."""
+        del text
+        if self.views is not None:
+            self._move_views(torch.as_tensor(inputs, dtype=torch.float32).view(1, -1))
         if self.model.config.codes:  # a code model's history is codes (it trained on no other)
             codebook: torch.Tensor = self.model.codebook  # type: ignore[assignment]
             cells = z.reshape(1, -1, *z.shape[-2:])
             z = code_latents(nearest_codes(cells, codebook), codebook)
         self._remember(z, audio, frame)
 
+    def _move_views(self, inputs: torch.Tensor) -> None:
+        assert self.views is not None
+        dx, dy = camera_shift(inputs)[0].tolist()
+        self.views.move(dx, dy)
+
     def _remember(self, z: torch.Tensor, audio: torch.Tensor, frame: int) -> None:
         cfg = self.model.config
         self.history.append(z.reshape(cfg.latent_channels, cfg.latent_size, cfg.latent_size))
+        if self.views is not None:
+            self.views.write(self.history[-1])
         self.history = self.history[-cfg.context :]
         heard = torch.as_tensor(audio).float().view(1, 1, -1)
         self.audio = torch.cat([self.audio, heard], dim=1)[:, -cfg.audio_history :]
@@ -136,8 +150,16 @@ class ConvRollout:
             noise = torch.randn(shape, generator=self.gen)
         cond = self._conditioning(inputs, frame, text)
         if cfg.camera_warp:
-            dx, dy = camera_shift(cond.inputs)[0].tolist()
+            shift = camera_shift(cond.inputs)
+            dx, dy = shift[0].tolist()
             self.draws.move(dx, dy)
+            if cfg.warp_whole_cells:
+                cond.shift = torch.round(self.warp_rest + shift)
+                self.warp_rest = self.warp_rest + shift - cond.shift
+        if self.views is not None:
+            self.views.move(dx, dy)
+            latent, seen = self.views.recall()
+            cond.seen = torch.cat([latent, seen[None].float()])[None]
         z, a = sample_frame(
             self.model, context, valid, self.audio, cond, noise, self.gen, self.draws
         )

@@ -3,7 +3,8 @@ ship, text-table (sentence embeddings for a machine without the text encoder), o
 (keyframes sessions start from), sampler-steps (the shipped generator's default), guidance
 (a conv generator's run-time text and image guidance), code-draws (a code model's run-time
 draw temperature and noise sharing), camera-warp (a conv generator reads its history moved
-by the camera; --off undoes it), measure
+by the camera, optionally by whole cells and with a memory of each direction; --off undoes
+it), measure
 (rollout picture quality against the simulator, engine/train/measure.py), sheets (60-second
 contact sheets per theme), audio-study (what a per-frame audio latent can carry; SNR and
 log-spectral distance of audio tokenizers on held-out audio), or the issue-11 fine-tunes
@@ -173,7 +174,19 @@ def main(argv: list[str] | None = None) -> int:
         "(an --init model gets it too)",
     )
     parser.add_argument(
-        "--off", action="store_true", help="camera-warp: stop reading moved history"
+        "--off",
+        action="store_true",
+        help="camera-warp: stop reading moved history",
+    )
+    parser.add_argument(
+        "--whole-cells",
+        action="store_true",
+        help="camera-warp: a session moves its history by whole cells (the rest carried)",
+    )
+    parser.add_argument(
+        "--view-memory",
+        action="store_true",
+        help="camera-warp: a session remembers each direction; a turn back starts from it",
     )
     parser.add_argument(
         "--bank-every", type=int, default=None, help="conv: steps between Error Bank collections"
@@ -227,6 +240,12 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=None,
         help="code-draws: frame-to-frame correlation of a code model's draw noise, in [0, 1)",
+    )
+    parser.add_argument(
+        "--code-keep",
+        type=float,
+        default=None,
+        help="code-draws: nats added to the code each cell already shows (0 = none)",
     )
     parser.add_argument(
         "--refine-width",
@@ -332,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.code_temperature,
                 args.code_noise_blur,
                 args.code_noise_memory,
+                args.code_keep,
             )
         except ValueError as err:
             parser.error(str(err))
@@ -339,7 +359,12 @@ def main(argv: list[str] | None = None) -> int:
         from .ship import WEIGHTS, set_camera_warp
 
         try:
-            path = set_camera_warp(not args.off, Path(args.dest) if args.dest else WEIGHTS)
+            path = set_camera_warp(
+                not args.off,
+                Path(args.dest) if args.dest else WEIGHTS,
+                args.whole_cells,
+                args.view_memory,
+            )
         except ValueError as err:
             parser.error(str(err))
     elif args.stage == "openings":

@@ -71,20 +71,29 @@ def set_code_draws(
     temperature: float | None = None,
     blur: float | None = None,
     memory: float | None = None,
+    keep: float | None = None,
 ) -> Path:
-    """Set a code model's run-time draws: the temperature (0 = always the likeliest code) and
-    how its random numbers are shared across cells (`blur`) and frames (`memory`, in [0, 1));
-    see latent_codes.CodeDraws. Settings left None keep their value."""
+    """Set a code model's run-time draws: the temperature (0 = always the likeliest code), how
+    its random numbers are shared across cells (`blur`) and frames (`memory`, in [0, 1)),
+    see latent_codes.CodeDraws, and the nats `keep` added to each cell's code as shown
+    (conv_world.kept_logits). Settings left None keep their value."""
     if temperature is not None and temperature < 0:
         raise ValueError("the code temperature must be >= 0")
     if blur is not None and blur < 0:
         raise ValueError("the code noise blur must be >= 0 cells")
     if memory is not None and not 0 <= memory < 1:
         raise ValueError("the code noise memory must be in [0, 1)")
-    given = {"code_temperature": temperature, "code_noise_blur": blur, "code_noise_memory": memory}
+    if keep is not None and keep < 0:
+        raise ValueError("the code keep must be >= 0 nats")
+    given = {
+        "code_temperature": temperature,
+        "code_noise_blur": blur,
+        "code_noise_memory": memory,
+        "code_keep": keep,
+    }
     values = {k: float(v) for k, v in given.items() if v is not None}
     if not values:
-        raise ValueError("nothing to set: give a temperature, a blur or a memory")
+        raise ValueError("nothing to set: give a temperature, a blur, a memory or a keep")
     return _set_config(
         weights,
         values,
@@ -92,13 +101,26 @@ def set_code_draws(
     )
 
 
-def set_camera_warp(on: bool = True, weights: Path = WEIGHTS) -> Path:
+def set_camera_warp(
+    on: bool = True,
+    weights: Path = WEIGHTS,
+    whole_cells: bool = False,
+    view_memory: bool = False,
+) -> Path:
     """Make a conv model read its history moved by each frame's camera turn and tilt (or stop
-    it). The warp has no weights of its own, so trained weights take it as they are
-    (conv_world.camera_shift; MODEL.md v10 measures it)."""
+    it); a session's warp may move whole cells only (the rest carried to the next frame) and
+    remember what each direction looked like (engine/model/view_memory.py). None of it has
+    weights of its own, so trained weights take it as they are (conv_world.camera_shift;
+    MODEL.md v10 and v11 measure it)."""
+    if not on and (whole_cells or view_memory):
+        raise ValueError("whole cells and the view memory are settings of the camera warp")
     return _set_config(
         weights,
-        {"camera_warp": bool(on)},
+        {
+            "camera_warp": bool(on),
+            "warp_whole_cells": bool(whole_cells),
+            "view_memory": bool(view_memory),
+        },
         needs=(lambda c: c.get("arch") == "conv", "convolutional world model (the warp is for it)"),
     )
 

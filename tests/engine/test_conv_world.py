@@ -811,7 +811,7 @@ def test_the_camera_shift_predicts_how_the_simulators_picture_moves():
     """Sign and size against the real thing: the tokenizer's latent of a turning or tilting
     simulator frame, moved by the camera shift, is nearer the next frame's than unmoved."""
     from engine.model.checkpoint import load_checkpoint
-    from engine.model.conv_world import warp_by_camera
+    from engine.model.conv_world import camera_shift, warp_by_camera
     from engine.model.video_ae import VideoAE, VideoAEConfig, frames_to_tensor
     from engine.runtime.session import DEFAULT_WEIGHTS
     from engine.sim import FrameInputs, SimWorld, WorldSpec
@@ -824,7 +824,7 @@ def test_the_camera_shift_predicts_how_the_simulators_picture_moves():
         with torch.inference_mode():
             z = ae.encode(frames_to_tensor(frames))
         before, after = z[:-1, None], z[1:]
-        moved = warp_by_camera(before, held(*keys).expand(len(after), -1))[:, 0]
+        moved = warp_by_camera(before, camera_shift(held(*keys)).expand(len(after), -1))[:, 0]
         inner = (..., slice(2, -2), slice(2, -2))  # away from the cells a move uncovers
         ratio = (moved - after)[inner].pow(2).mean() / (before[:, 0] - after)[inner].pow(2).mean()
         assert ratio < better, (keys, ratio)

@@ -1,0 +1,66 @@
+"""What the camera last saw in every direction: a session's latents pinned to the world's yaw
+and pitch, so a turn that uncovers a direction seen before starts from what was there.
+
+Why: the camera warp (conv_world.camera_shift) slides the history with a turn, and the cells
+the turn uncovers repeat the frame's border for the network to paint. The network has no way
+to know what is there, so it paints the theme's bands, and a full turn in place ends on a
+different scene from the one it started at. The simulator's world stays put when the player
+only turns, so the newest latent of each direction is the best start the network can have.
+
+The canvas is a full turn wide (`FULL_TURN_CELLS` columns, wrapping) and a frame plus
+`pad_rows` above and below tall. A frame's cell (row i, column j) sits at canvas row
+i - round(y) + pad_rows and column j - round(x) (mod the turn), where (x, y) is the sum of the
+camera shifts so far (in cells, as `camera_shift` gives them): rounding to whole cells keeps
+every remembered cell a real latent (a code model's history is codes), at most half a cell off.
+Walking is not tracked: what was seen from further back is still where it was, only smaller or
+larger, and the network repaints it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from engine.spec import TURN_CELLS_PER_RADIAN
+
+FULL_TURN_CELLS = round(2 * math.pi * TURN_CELLS_PER_RADIAN)  # 64: four frame widths
+
+
+class ViewMemory:
+    def __init__(self, channels: int, size: int, pad_rows: int | None = None):
+        self.size = size
+        self.pad = size // 2 if pad_rows is None else pad_rows
+        rows = size + 2 * self.pad
+        self.latent = torch.zeros(channels, rows, FULL_TURN_CELLS)
+        self.seen = torch.zeros(rows, FULL_TURN_CELLS, dtype=torch.bool)
+        self.offset = [0.0, 0.0]  # the camera shifts so far, cells (x right, y down)
+
+    def move(self, dx: float, dy: float) -> None:
+        """The camera slid the picture by (dx, dy) cells (`camera_shift`'s sign)."""
+        self.offset = [self.offset[0] + dx, self.offset[1] + dy]
+
+    def _view(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The canvas rows and columns of the current view's cells, and which rows of the view
+        the canvas holds (a tilt beyond `pad_rows` leaves the canvas)."""
+        n = torch.arange(self.size)
+        columns = (n - math.floor(self.offset[0] + 0.5)) % FULL_TURN_CELLS
+        rows = n - math.floor(self.offset[1] + 0.5) + self.pad
+        inside = (rows >= 0) & (rows < self.seen.shape[0])
+        return rows, columns, inside
+
+    def write(self, latent: torch.Tensor) -> None:
+        """The current view (C, S, S), known or just drawn, becomes what each of its
+        directions looks like."""
+        rows, columns, inside = self._view()
+        r, c = rows[inside][:, None], columns[None, :]
+        self.latent[:, r, c] = latent.detach().float()[:, inside]
+        self.seen[r, c] = True
+
+    def recall(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The current view as remembered: (C, S, S) latents and an (S, S) bool of the cells
+        ever seen (zeros where never)."""
+        rows, columns, inside = self._view()
+        r, c = rows.clamp(0, self.seen.shape[0] - 1)[:, None], columns[None, :]
+        seen = self.seen[r, c] & inside[:, None]
+        return self.latent[:, r, c] * seen, seen
