@@ -97,7 +97,8 @@ class ConvWorldConfig:
     code_noise_blur: float = 0.0
     code_noise_memory: float = 0.0
     # nats added to the logit of the code each cell already shows (the history's newest
-    # frame, moved by any camera warp): > 0 keeps what has no reason to change. Run-time
+    # frame, moved by any camera warp) while the player does not walk and no sentence is
+    # being followed: > 0 keeps what has no reason to change (`kept_logits`). Run-time
     code_keep: float = 0.0
     # The sound head reads the last `audio_history` audio latents (footsteps keep a rhythm
     # that one frame of sound does not show); with `audio_sample` it predicts a mean and a
@@ -398,6 +399,7 @@ def warp(latent: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
 
 
 _LEFT, _RIGHT, _UP, _DOWN = (KEY_ORDER.index(k) for k in ("LEFT", "RIGHT", "UP", "DOWN"))
+_WALK_KEYS = [KEY_ORDER.index(k) for k in ("W", "A", "S", "D")]
 
 
 def camera_shift(inputs: torch.Tensor) -> torch.Tensor:
@@ -522,19 +524,23 @@ def guided_prediction(
     return Prediction(video, p.audio[:b], logits, spread, heard, newest, painted)
 
 
-def kept_logits(model: ConvWorldModel, p: Prediction) -> torch.Tensor:
+def kept_logits(model: ConvWorldModel, p: Prediction, cond: Conditioning) -> torch.Tensor:
     """A code model's logits with `code_keep` nats added, in every cell the history carries
     (everywhere but what a turn uncovered and nothing remembers), to the code that cell
     already shows: a picture that has no reason to change keeps its patches, where a fresh
     draw each frame lets a region slide toward whatever code is commonest (an ember forest's
-    whole view turning into its red tree band)."""
+    whole view turning into its red tree band). Rows whose player walks (the ground must flow)
+    or whose sentence text guidance still pushes (the world must change) get none."""
     assert p.logits is not None and p.newest is not None
     codebook: torch.Tensor = model.codebook  # type: ignore[assignment]
     shown = nearest_codes(p.newest, codebook)  # (B, S, S)
     bonus = F.one_hot(shown, codebook.shape[0]).permute(0, 3, 1, 2).to(p.logits.dtype)
     if p.painted is not None:
         bonus = bonus * (~p.painted)[:, None]
-    return p.logits + model.config.code_keep * bonus
+    walking = cond.inputs[:, _WALK_KEYS].abs().sum(dim=1) > 0
+    asked = guided_rows(cond, model.config.text_guidance_frames)
+    still = (~walking & ~asked).to(bonus.dtype).view(-1, 1, 1, 1)
+    return p.logits + model.config.code_keep * bonus * still
 
 
 def sample_frame(
@@ -555,7 +561,7 @@ def sample_frame(
     if model.config.codes:
         p = guided_prediction(model, context, valid, prev_audio, cond)
         assert p.logits is not None
-        logits = p.logits if model.config.code_keep == 0 else kept_logits(model, p)
+        logits = p.logits if model.config.code_keep == 0 else kept_logits(model, p, cond)
         gumbel = None
         if draws is not None and draws.correlated:
             gumbel = draws.gumbel(logits.shape, logits.device)

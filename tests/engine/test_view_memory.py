@@ -104,12 +104,16 @@ def test_keeping_adds_the_bonus_to_each_carried_cells_shown_code_only():
     cond.inputs = held("LEFT")
     cond.shift = torch.tensor([[1.0, 0.0]])  # a whole cell: column 0 is painted
     p = model.predict(context, torch.ones(1, 2, dtype=torch.bool), torch.zeros(1, 32), cond)
-    gained = kept_logits(model, p) - p.logits
+    gained = kept_logits(model, p, cond) - p.logits
     assert not gained[..., 0].any()  # uncovered, nothing remembered: left to the network
     carried = torch.roll(shown, 1, dims=-1)[0, :, 1:]  # a left turn moves the picture right
     winners = gained[0, :, :, 1:].argmax(dim=0)
     assert torch.equal(winners, carried)
     assert torch.allclose(gained[0, :, :, 1:].sum(dim=0), torch.full((16, 15), 3.0))
+    walking = dataclasses.replace(cond, inputs=held("LEFT", "W"))
+    assert torch.equal(kept_logits(model, p, walking), p.logits)  # the ground must flow
+    asked = dataclasses.replace(cond, text=torch.ones(1, 384))
+    assert torch.equal(kept_logits(model, p, asked), p.logits)  # a sentence must change it
 
 
 def test_a_session_moves_whole_cells_carries_the_rest_and_closes_a_full_turn():
