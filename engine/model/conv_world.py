@@ -533,14 +533,14 @@ def kept_logits(model: ConvWorldModel, p: Prediction, cond: Conditioning) -> tor
     or whose sentence text guidance still pushes (the world must change) get none."""
     assert p.logits is not None and p.newest is not None
     codebook: torch.Tensor = model.codebook  # type: ignore[assignment]
-    shown = nearest_codes(p.newest, codebook)  # (B, S, S)
-    bonus = F.one_hot(shown, codebook.shape[0]).permute(0, 3, 1, 2).to(p.logits.dtype)
-    if p.painted is not None:
-        bonus = bonus * (~p.painted)[:, None]
+    shown = nearest_codes(p.newest, codebook)[:, None]  # (B, 1, S, S)
     walking = cond.inputs[:, _WALK_KEYS].abs().sum(dim=1) > 0
     asked = guided_rows(cond, model.config.text_guidance_frames)
-    still = (~walking & ~asked).to(bonus.dtype).view(-1, 1, 1, 1)
-    return p.logits + model.config.code_keep * bonus * still
+    still = (~walking & ~asked).to(p.logits.dtype).view(-1, 1, 1, 1)
+    gain = (model.config.code_keep * still).expand(shown.shape)
+    if p.painted is not None:
+        gain = gain * (~p.painted)[:, None]
+    return p.logits.scatter_add(1, shown, gain.contiguous())
 
 
 def sample_frame(
