@@ -38,12 +38,17 @@ KEY_BITS: dict[str, int] = {
 # frame. The simulator moves by them and the world model's camera warp reads them.
 TURN_RATE = 0.06
 PITCH_RATE = 0.03
+PITCH_LIMIT = 0.45  # radians up or down from level
 # How far the picture moves, in 8-pixel latent cells, per radian of camera move (at every
 # resolution): a turn slides the sky panorama (4 frame widths around, 16 cells a frame width)
 # and, on average over the columns, the terrain by 4 * 16 / (2 pi) cells; a tilt moves the
 # horizon by tan(pitch) * the projection's half width (90-degree field of view: 8 cells).
 TURN_CELLS_PER_RADIAN = 4 * 16 / (2 * math.pi)
 PITCH_CELLS_PER_RADIAN = 8.0
+# Walking: W/S/A/D move the eye this many world units a frame (diagonals no faster), at this
+# height over the ground; the world model's walk warp spreads a flat ground out by them.
+WALK_SPEED = 0.25
+EYE_HEIGHT = 2.4
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.spec import PITCH_CELLS_PER_RADIAN, PITCH_RATE, TURN_CELLS_PER_RADIAN, TURN_RATE
+from engine.spec import (
+    EYE_HEIGHT,
+    PITCH_CELLS_PER_RADIAN,
+    PITCH_RATE,
+    TURN_CELLS_PER_RADIAN,
+    TURN_RATE,
+    WALK_SPEED,
+)
 
 from .inputs import CAMERA_SCALE, KEY_ORDER, PITCH_FEATURE, YAW_FEATURE
 from .latent_codes import (
@@ -70,6 +77,10 @@ class ConvWorldConfig:
     # rest to the next frame, so a code model's history stays made of its codes (a
     # fractional move blends neighbouring codes into a patch no code is). Run-time, not trained
     warp_whole_cells: bool = False
+    # with the camera warp: W/S/A/D also move the history, as a step spreads a flat ground
+    # out from the horizon or slides it sideways (`walk_flow`); with whole cells each cell
+    # carries its own rest. Run-time, not trained (`python -m engine.train camera-warp`)
+    walk_warp: bool = False
     denoise: bool = False  # a flow-matching denoiser: the frame is sampled in sampler_steps
     # passes from noise (the model sees the noisy frame and its level) instead of regressed
     clamp: float = 8.0  # outputs are kept within +-clamp (unit-scale latents; a free rollout
@@ -100,6 +111,9 @@ class ConvWorldConfig:
     # frame, moved by any camera warp) while the player does not walk and no sentence is
     # being followed: > 0 keeps what has no reason to change (`kept_logits`). Run-time
     code_keep: float = 0.0
+    # code_keep also while the player walks: with `walk_warp` the code a cell shows is the
+    # one the step moved there, so keeping it lets the ground flow. Run-time
+    keep_walking: bool = False
     # The sound head reads the last `audio_history` audio latents (footsteps keep a rhythm
     # that one frame of sound does not show); with `audio_sample` it predicts a mean and a
     # spread per number and the sound is drawn (a regressed mean plays every uncertain event,
@@ -147,9 +161,9 @@ class Conditioning:
     # camera: the remembered latents and a plane that is 1 where the cell was ever seen. The
     # camera warp fills what the move uncovers from it instead of repeating the border.
     seen: torch.Tensor | None = None
-    # (B, 2) the move, in cells, the camera warp applies; None = `camera_shift(inputs)`, the
-    # frame's own (training). A session may move its history by whole cells only and carry
-    # the rest to the next frame (`ConvWorldConfig.warp_whole_cells`).
+    # (B, 2), or (B, 2, S, S) per cell, the move in cells the camera warp applies; None =
+    # the frame's own (`history_move`; training). A session may move its history by whole
+    # cells only and carry the rest to the next frame (`ConvWorldConfig.warp_whole_cells`).
     shift: torch.Tensor | None = None
 
 
@@ -284,7 +298,7 @@ class ConvWorldModel(nn.Module):
         b, k, _, s, _ = context.shape
         painted = None
         if self.config.camera_warp:
-            shift = camera_shift(cond.inputs) if cond.shift is None else cond.shift
+            shift = history_move(self.config, cond.inputs) if cond.shift is None else cond.shift
             context = warp_by_camera(context, shift, cond.seen)
             painted = uncovered_cells(shift, s)
             if cond.seen is not None:
@@ -400,6 +414,10 @@ def warp(latent: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
 
 _LEFT, _RIGHT, _UP, _DOWN = (KEY_ORDER.index(k) for k in ("LEFT", "RIGHT", "UP", "DOWN"))
 _WALK_KEYS = [KEY_ORDER.index(k) for k in ("W", "A", "S", "D")]
+_W, _A, _S, _D = _WALK_KEYS
+# Largest share of its distance from the horizon a ground cell moves in one step: cells
+# nearer than a step would otherwise be flung out of the frame
+_MAX_SPREAD = 0.5
 
 
 def camera_shift(inputs: torch.Tensor) -> torch.Tensor:
@@ -413,18 +431,59 @@ def camera_shift(inputs: torch.Tensor) -> torch.Tensor:
     return torch.stack([-yaw * TURN_CELLS_PER_RADIAN, pitch * PITCH_CELLS_PER_RADIAN], dim=1)
 
 
+def walk_flow(inputs: torch.Tensor, size: int, horizon: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, INPUT_FEATURES) input features -> (B, 2, S, S): how far, in latent cells (x right,
+    y down), the frame's step moves each cell of a flat ground seen from `EYE_HEIGHT` (the
+    simulator's eye over its terrain). A cell y cells below the horizon (`horizon`, (B,) cells
+    below the frame's middle; 0 when unknown) is S / 2 * EYE_HEIGHT / y away (a 90-degree
+    view); a step f forward spreads it out from the vanishing point by f / (depth - f) of its
+    offset, a step s to the right slides it left by s * y / EYE_HEIGHT. Nothing at or above
+    the horizon moves: the sky is too far away."""
+    b = inputs.shape[0]
+    forward = inputs[:, _W] - inputs[:, _S]
+    strafe = inputs[:, _D] - inputs[:, _A]
+    speed = WALK_SPEED / torch.hypot(forward, strafe).clamp_min(1e-6)  # diagonals no faster
+    f, side = (forward * speed)[:, None, None], (strafe * speed)[:, None, None]
+    n = torch.arange(size, dtype=inputs.dtype, device=inputs.device) + 0.5 - size / 2
+    below = n[None, :, None] - (0.0 if horizon is None else horizon.view(b, 1, 1))
+    below = below.clamp_min(0.0)  # (B, S, 1): cells under the horizon
+    reach = EYE_HEIGHT * size / 2  # depth times cells below the horizon
+    spread = (f * below / (reach - f * below).clamp_min(1e-6)).clamp(-_MAX_SPREAD, _MAX_SPREAD)
+    x = spread * n[None, None, :] - side * below / EYE_HEIGHT
+    y = (spread * below).expand(b, size, size)
+    return torch.stack([x.expand(b, size, size), y], dim=1)
+
+
+def history_move(
+    config: ConvWorldConfig, inputs: torch.Tensor, horizon: torch.Tensor | None = None
+) -> torch.Tensor:
+    """The move the camera warp gives frame t's history, in cells: the camera's turn and tilt
+    (B, 2), plus with `walk_warp` the step's spread of the ground (B, 2, S, S)."""
+    shift = camera_shift(inputs)
+    if not config.walk_warp:
+        return shift
+    return shift[:, :, None, None] + walk_flow(inputs, config.latent_size, horizon)
+
+
+def _move_field(move: torch.Tensor, size: int) -> torch.Tensor:
+    """A move (B, 2) for every cell alike, or (B, 2, S, S) per cell -> (B, 2, S, S)."""
+    if move.dim() == 4:
+        return move
+    return move[:, :, None, None].expand(move.shape[0], 2, size, size)
+
+
 def warp_by_camera(
     context: torch.Tensor, shift: torch.Tensor, seen: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Every latent of `context` (B, K, C, S, S) moved by its row's camera shift (B, 2) in
-    cells (`camera_shift`; bilinear).
+    """Every latent of `context` (B, K, C, S, S) moved by its row's move in cells: a camera
+    shift (B, 2) (`camera_shift`) or a field (B, 2, S, S) (`history_move`); bilinear.
     The cells the move uncovers repeat the border for the network to paint, or, where `seen`
     (B, C + 1, S, S: latents and a seen plane, `Conditioning.seen`) remembers them, start
     from what was there."""
     b, k, c, s, _ = context.shape
     if not bool(shift.abs().sum() > 0):
         return context
-    flow = shift[:, :, None, None].expand(b, 2, s, s)
+    flow = _move_field(shift, s)
     moved = warp(context.reshape(b, k * c, s, s), flow).reshape(b, k, c, s, s)
     if seen is None:
         return moved
@@ -433,11 +492,13 @@ def warp_by_camera(
 
 
 def uncovered_cells(shift: torch.Tensor, size: int) -> torch.Tensor:
-    """(B, 2) camera shifts in cells -> (B, S, S) bool: the cells whose content the move brings
-    in from outside the frame (they read more than half a cell beyond its border)."""
+    """(B, 2) camera shifts or (B, 2, S, S) moves in cells -> (B, S, S) bool: the cells whose
+    content the move brings in from outside the frame (they read more than half a cell
+    beyond its border)."""
+    flow = _move_field(shift, size)
     n = torch.arange(size, dtype=shift.dtype, device=shift.device)
-    x = n[None, None, :] - shift[:, 0, None, None]
-    y = n[None, :, None] - shift[:, 1, None, None]
+    x = n[None, None, :] - flow[:, 0]
+    y = n[None, :, None] - flow[:, 1]
     edge = size - 0.5
     return (x < -0.5) | (x > edge) | (y < -0.5) | (y > edge)
 
@@ -529,12 +590,15 @@ def kept_logits(model: ConvWorldModel, p: Prediction, cond: Conditioning) -> tor
     (everywhere but what a turn uncovered and nothing remembers), to the code that cell
     already shows: a picture that has no reason to change keeps its patches, where a fresh
     draw each frame lets a region slide toward whatever code is commonest (an ember forest's
-    whole view turning into its red tree band). Rows whose player walks (the ground must flow)
-    or whose sentence text guidance still pushes (the world must change) get none."""
+    whole view turning into its red tree band). Rows whose sentence text guidance still
+    pushes (the world must change) get none, nor rows whose player walks (the ground must
+    flow) unless `keep_walking` (the walk warp moved it)."""
     assert p.logits is not None and p.newest is not None
     codebook: torch.Tensor = model.codebook  # type: ignore[assignment]
     shown = nearest_codes(p.newest, codebook)[:, None]  # (B, 1, S, S)
     walking = cond.inputs[:, _WALK_KEYS].abs().sum(dim=1) > 0
+    if model.config.keep_walking:
+        walking = torch.zeros_like(walking)
     asked = guided_rows(cond, model.config.text_guidance_frames)
     still = (~walking & ~asked).to(p.logits.dtype).view(-1, 1, 1, 1)
     gain = (model.config.code_keep * still).expand(shown.shape)

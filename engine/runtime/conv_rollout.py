@@ -14,6 +14,8 @@ last `context` latents.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -23,9 +25,13 @@ from engine.model.conv_world import (
     ConvWorldModel,
     camera_shift,
     sample_frame,
+    walk_flow,
 )
 from engine.model.latent_codes import CodeDraws, code_latents, nearest_codes
 from engine.model.view_memory import ViewMemory
+from engine.spec import PITCH_CELLS_PER_RADIAN, PITCH_LIMIT
+
+HORIZON_LIMIT = math.tan(PITCH_LIMIT) * PITCH_CELLS_PER_RADIAN  # 3.9 cells
 
 
 class ConvRollout:
@@ -45,6 +51,9 @@ class ConvRollout:
         self.draws = CodeDraws(self.gen, cfg.code_noise_blur, cfg.code_noise_memory)
         self.views: ViewMemory | None = None  # what each direction looked like, last seen
         self.warp_rest = torch.zeros(1, 2)  # camera move not yet applied (whole-cell warps)
+        size = cfg.latent_size
+        self.walk_rest = torch.zeros(1, 2, size, size)  # each cell's step not yet applied
+        self.horizon = torch.zeros(1)  # cells below the frame's middle (the walk warp's)
         if cfg.camera_warp and cfg.view_memory:
             self.views = ViewMemory(cfg.latent_channels, cfg.latent_size)
         self.theme = torch.tensor([theme])
@@ -113,18 +122,43 @@ class ConvRollout:
         `inputs` and `text` are what the frame was made from: only a view memory reads the
         inputs (where the camera now looks)."""
         del text
-        if self.views is not None:
-            self._move_views(torch.as_tensor(inputs, dtype=torch.float32).view(1, -1))
+        if self.model.config.camera_warp:
+            dx, dy = camera_shift(torch.as_tensor(inputs, dtype=torch.float32).view(1, -1))[0]
+            self._track_camera(dx.item(), dy.item())
         if self.model.config.codes:  # a code model's history is codes (it trained on no other)
             codebook: torch.Tensor = self.model.codebook  # type: ignore[assignment]
             cells = z.reshape(1, -1, *z.shape[-2:])
             z = code_latents(nearest_codes(cells, codebook), codebook)
         self._remember(z, audio, frame)
 
-    def _move_views(self, inputs: torch.Tensor) -> None:
-        assert self.views is not None
-        dx, dy = camera_shift(inputs)[0].tolist()
-        self.views.move(dx, dy)
+    def _track_camera(self, dx: float, dy: float) -> None:
+        """Where the camera now looks: the view memory's position and the horizon's row
+        (the simulator's pitch limit keeps it within `HORIZON_LIMIT` cells of the middle)."""
+        if self.views is not None:
+            self.views.move(dx, dy)
+        self.horizon = (self.horizon + dy).clamp(-HORIZON_LIMIT, HORIZON_LIMIT)
+
+    def _history_move(self, cond: Conditioning) -> torch.Tensor:
+        """The move the camera warp gives this frame's history, and what it tracks: the
+        camera's turn and tilt (by whole cells where `warp_whole_cells`, the rest carried), and
+        with `walk_warp` the step's spread of the ground (each cell with its own rest)."""
+        cfg = self.model.config
+        shift = camera_shift(cond.inputs)
+        dx, dy = shift[0].tolist()
+        self.draws.move(dx, dy)
+        self._track_camera(dx, dy)
+        if cfg.warp_whole_cells:
+            whole = torch.round(self.warp_rest + shift)
+            self.warp_rest = self.warp_rest + shift - whole
+            shift = whole
+        if not cfg.walk_warp:
+            return shift
+        step = walk_flow(cond.inputs, cfg.latent_size, self.horizon)
+        if cfg.warp_whole_cells:
+            whole = torch.round(self.walk_rest + step)
+            self.walk_rest = self.walk_rest + step - whole
+            step = whole
+        return shift[:, :, None, None] + step
 
     def _remember(self, z: torch.Tensor, audio: torch.Tensor, frame: int) -> None:
         cfg = self.model.config
@@ -150,14 +184,8 @@ class ConvRollout:
             noise = torch.randn(shape, generator=self.gen)
         cond = self._conditioning(inputs, frame, text)
         if cfg.camera_warp:
-            shift = camera_shift(cond.inputs)
-            dx, dy = shift[0].tolist()
-            self.draws.move(dx, dy)
-            if cfg.warp_whole_cells:
-                cond.shift = torch.round(self.warp_rest + shift)
-                self.warp_rest = self.warp_rest + shift - cond.shift
+            cond.shift = self._history_move(cond)
         if self.views is not None:
-            self.views.move(dx, dy)
             latent, seen = self.views.recall()
             cond.seen = torch.cat([latent, seen[None].float()])[None]
         z, a = sample_frame(

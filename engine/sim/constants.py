@@ -5,13 +5,16 @@ from __future__ import annotations
 # Timing and keys are defined once, import-light, in engine.spec (the web side reads them too).
 from engine.spec import (  # noqa: F401  (re-exported)
     DEFAULT_RESOLUTION,
+    EYE_HEIGHT,
     FPS,
     KEY_BITS,
+    PITCH_LIMIT,
     PITCH_RATE,
     SAMPLE_RATE,
     SAMPLES_PER_FRAME,
     SUPPORTED_RESOLUTIONS,
     TURN_RATE,
+    WALK_SPEED,
 )
 
 WEATHERS = ("clear", "rain", "snow", "fog")

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import constants as C
 from .audio import AudioGains, AudioMixer, build_audio_bank, wind_gain
-from .constants import PITCH_RATE, TURN_RATE
+from .constants import EYE_HEIGHT, PITCH_LIMIT, PITCH_RATE, TURN_RATE, WALK_SPEED
 from .creature import Creature, CreatureState, wrapped_delta
 from .fire import ASH_RGB, FLAME_RGB, FireField
 from .labels import LABEL_DTYPE
@@ -31,10 +31,7 @@ from .terrain import (
 )
 from .themes import THEME_IDS, Theme, apply_palette, get_theme
 
-MOVE_SPEED = 0.25  # world units (map cells) per frame
-PITCH_LIMIT = 0.45
 STRIDE = 2.0  # world units walked per footstep
-EYE_HEIGHT = 2.4
 BOB_HEIGHT = 0.3
 FIRE_TICK_FRAMES = 3
 FIRE_CAST_DISTANCE = 7.0
@@ -381,7 +378,7 @@ class SimWorld:
         if forward or strafe:
             c, s = np.cos(self.yaw), np.sin(self.yaw)
             dx, dy = forward * c - strafe * s, forward * s + strafe * c
-            norm = MOVE_SPEED / np.hypot(dx, dy)
+            norm = WALK_SPEED / np.hypot(dx, dy)
             dx, dy = dx * norm, dy * norm
             for mx, my in ((dx, dy), (dx, 0.0), (0.0, dy)):  # slide along obstacles
                 nx, ny = (self.x + mx) % MAP_SIZE, (self.y + my) % MAP_SIZE

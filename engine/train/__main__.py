@@ -189,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         help="camera-warp: a session remembers each direction; a turn back starts from it",
     )
     parser.add_argument(
+        "--walk",
+        action="store_true",
+        help="camera-warp: W/S/A/D spread the ground out from the horizon or slide it sideways",
+    )
+    parser.add_argument(
         "--bank-every", type=int, default=None, help="conv: steps between Error Bank collections"
     )
     parser.add_argument(
@@ -364,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
                 Path(args.dest) if args.dest else WEIGHTS,
                 args.whole_cells,
                 args.view_memory,
+                args.walk,
             )
         except ValueError as err:
             parser.error(str(err))

@@ -106,20 +106,25 @@ def set_camera_warp(
     weights: Path = WEIGHTS,
     whole_cells: bool = False,
     view_memory: bool = False,
+    walk: bool = False,
 ) -> Path:
     """Make a conv model read its history moved by each frame's camera turn and tilt (or stop
-    it); a session's warp may move whole cells only (the rest carried to the next frame) and
-    remember what each direction looked like (engine/model/view_memory.py). None of it has
-    weights of its own, so trained weights take it as they are (conv_world.camera_shift;
-    MODEL.md v10 and v11 measure it)."""
-    if not on and (whole_cells or view_memory):
-        raise ValueError("whole cells and the view memory are settings of the camera warp")
+    it); a session's warp may move whole cells only (the rest carried to the next frame),
+    remember what each direction looked like (engine/model/view_memory.py) and spread the
+    ground out with each step (conv_world.walk_flow). None of it has weights of its own, so
+    trained weights take it as they are (conv_world.camera_shift; MODEL.md v10-v12 measure
+    it)."""
+    if not on and (whole_cells or view_memory or walk):
+        raise ValueError(
+            "whole cells, the view memory and the walk are settings of the camera warp"
+        )
     return _set_config(
         weights,
         {
             "camera_warp": bool(on),
             "warp_whole_cells": bool(whole_cells),
             "view_memory": bool(view_memory),
+            "walk_warp": bool(walk),
         },
         needs=(lambda c: c.get("arch") == "conv", "convolutional world model (the warp is for it)"),
     )

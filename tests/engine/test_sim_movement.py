@@ -3,7 +3,7 @@ import pytest
 
 from engine.sim import FrameInputs
 from engine.sim.terrain import TREE, WATER
-from engine.sim.world import MOVE_SPEED, PITCH_RATE, TURN_RATE
+from engine.sim.world import PITCH_RATE, TURN_RATE, WALK_SPEED
 
 from .conftest import open_grass_facing, place_player
 
@@ -21,15 +21,15 @@ def test_each_move_key_moves_the_player_as_geometry_says(sim_world, keys, forwar
     moved = np.array([sim_world.x, sim_world.y]) - before
     heading = np.array([np.cos(yaw), np.sin(yaw)])
     right_vec = np.array([-np.sin(yaw), np.cos(yaw)])
-    assert moved @ heading == pytest.approx(forward * MOVE_SPEED, abs=1e-6)
-    assert moved @ right_vec == pytest.approx(right * MOVE_SPEED, abs=1e-6)
+    assert moved @ heading == pytest.approx(forward * WALK_SPEED, abs=1e-6)
+    assert moved @ right_vec == pytest.approx(right * WALK_SPEED, abs=1e-6)
 
 
 def test_diagonal_moves_keep_the_same_speed(sim_world):
     x, y, _ = open_grass_facing(sim_world)
     place_player(sim_world, x + 6, y, 0.3)
     sim_world.step(FrameInputs.hold("W", "D"))
-    assert np.hypot(sim_world.x - x - 6, sim_world.y - y) == pytest.approx(MOVE_SPEED)
+    assert np.hypot(sim_world.x - x - 6, sim_world.y - y) == pytest.approx(WALK_SPEED)
 
 
 def test_arrow_keys_and_continuous_deltas_turn_the_camera(sim_world):
