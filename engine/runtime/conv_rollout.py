@@ -34,6 +34,14 @@ from engine.spec import PITCH_CELLS_PER_RADIAN, PITCH_LIMIT
 HORIZON_LIMIT = math.tan(PITCH_LIMIT) * PITCH_CELLS_PER_RADIAN  # 3.9 cells
 
 
+def _whole_cells(move: torch.Tensor, rest: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A move in cells plus what earlier frames carried -> (the whole cells to move now,
+    the rest to carry on)."""
+    total = rest + move
+    whole = torch.round(total)
+    return whole, total - whole
+
+
 class ConvRollout:
     def __init__(
         self,
@@ -119,8 +127,8 @@ class ConvRollout:
     ) -> None:
         """A clean frame (known or just generated) joins the history. As with
         `LatentRollout`, remembering a sentence is `add_text`'s job (`generate` does it);
-        `inputs` and `text` are what the frame was made from: only a view memory reads the
-        inputs (where the camera now looks)."""
+        `inputs` and `text` are what the frame was made from: only the camera warp reads the
+        inputs (where the camera now looks: the view memory's place and the horizon)."""
         del text
         if self.model.config.camera_warp:
             dx, dy = camera_shift(torch.as_tensor(inputs, dtype=torch.float32).view(1, -1))[0]
@@ -148,16 +156,12 @@ class ConvRollout:
         self.draws.move(dx, dy)
         self._track_camera(dx, dy)
         if cfg.warp_whole_cells:
-            whole = torch.round(self.warp_rest + shift)
-            self.warp_rest = self.warp_rest + shift - whole
-            shift = whole
+            shift, self.warp_rest = _whole_cells(shift, self.warp_rest)
         if not cfg.walk_warp:
             return shift
         step = walk_flow(cond.inputs, cfg.latent_size, self.horizon)
         if cfg.warp_whole_cells:
-            whole = torch.round(self.walk_rest + step)
-            self.walk_rest = self.walk_rest + step - whole
-            step = whole
+            step, self.walk_rest = _whole_cells(step, self.walk_rest)
         return shift[:, :, None, None] + step
 
     def _remember(self, z: torch.Tensor, audio: torch.Tensor, frame: int) -> None:
