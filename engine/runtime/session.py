@@ -26,6 +26,7 @@ from engine.model.audio_ae import AudioAE, AudioAEConfig, float_to_int16, int16_
 from engine.model.checkpoint import load_checkpoint
 from engine.model.conv_world import ConvWorldModel
 from engine.model.inputs import input_features
+from engine.model.sentence_snap import SNAP_FILE, SentenceSnap
 from engine.model.text import TextEncoder
 from engine.model.video_ae import (
     VideoAE,
@@ -73,9 +74,11 @@ class World:
         model: Generator,
         text_encoder: TextEncoder | None = None,
         openings: Openings | None = None,
+        snap: SentenceSnap | None = None,
     ):
         self.video_ae, self.audio_ae, self.model = video_ae.eval(), audio_ae.eval(), model.eval()
         self.text = text_encoder or TextEncoder()
+        self.snap = snap
         self.resolution = 8 * model.config.latent_size
         cfg = model.config
         if openings is not None:
@@ -102,16 +105,23 @@ class World:
         missing = [f for f in WEIGHT_FILES if not (folder / f).exists()]
         if missing:
             raise FileNotFoundError(f"weights missing in {folder}: {missing}")
-        openings = folder / OPENINGS_FILE
+        openings, snap = folder / OPENINGS_FILE, folder / SNAP_FILE
         world = cls(
             load_checkpoint(folder / "video_ae.pt", VideoAE, VideoAEConfig),
             load_checkpoint(folder / "audio_ae.pt", AudioAE, AudioAEConfig),
             load_world_model(folder / "world.pt"),
             openings=Openings.load(openings) if openings.exists() else None,
+            snap=SentenceSnap.load(snap) if snap.exists() else None,
         )
         if preload_text:
             world.text.encode(["warm up"])
         return world
+
+    def encode_sentence(self, text: str) -> np.ndarray:
+        """(TEXT_DIM,) what the model is told for a typed sentence: its embedding, moved onto
+        the training sentences it resembles where the weights carry a `SentenceSnap`."""
+        vector = self.text.encode([text])
+        return (self.snap(vector) if self.snap is not None else vector)[0]
 
     def new_rollout(
         self, theme: int, image: torch.Tensor | None = None, seed: int = 0, steps: int | None = None
@@ -177,7 +187,7 @@ class Session:
         Touches no session state (any thread); raises EventError on bad input."""
         event = parse_event(event)
         if isinstance(event, Prompt) and not isinstance(event, EncodedPrompt):
-            return EncodedPrompt(event.text, self.world.text.encode([event.text])[0])
+            return EncodedPrompt(event.text, self.world.encode_sentence(event.text))
         return event
 
     def push(self, event: Event | dict) -> int:

@@ -1,13 +1,13 @@
-"""CLI: `python -m engine.train STAGE --preset {cpu,gpu}`; STAGE is video, audio, generator,
-ship, text-table (sentence embeddings for a machine without the text encoder), openings
-(keyframes sessions start from), sampler-steps (the shipped generator's default), guidance
-(a conv generator's run-time text and image guidance), code-draws (a code model's run-time
-draw temperature and noise sharing), camera-warp (a conv generator reads its history moved
-by the camera, optionally by whole cells and with a memory of each direction; --off undoes
-it), measure
-(rollout picture quality against the simulator, engine/train/measure.py), sheets (60-second
-contact sheets per theme), audio-study (what a per-frame audio latent can carry; SNR and
-log-spectral distance of audio tokenizers on held-out audio), or the issue-11 fine-tunes
+"""CLI: `python -m engine.train STAGE --preset {cpu,gpu}`; STAGE is video, audio, generator, ship,
+text-table (sentence embeddings for a machine without the text encoder), openings (keyframes
+sessions start from), sampler-steps (the shipped generator's default), guidance (a conv
+generator's run-time text and image guidance), code-draws (a code model's run-time draw
+temperature and noise sharing), camera-warp (a conv generator reads its history moved by the
+camera, optionally by whole cells and with a memory of each direction; --off undoes it),
+sentence-snap (a typed sentence moved onto the training sentences it resembles; --off removes
+it), measure (rollout picture quality against the simulator, engine/train/measure.py), sheets
+(60-second contact sheets per theme), audio-study (what a per-frame audio latent can carry; SNR
+and log-spectral distance of audio tokenizers on held-out audio), or the issue-11 fine-tunes
 warm-started from shipped weights (engine/train/finetune.py): latents, errorbank, finetune,
 decoder; or conv, the convolutional world model trained on its own unrolled rollouts
 (engine/train/conv_generator.py).
@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
             "guidance",
             "code-draws",
             "camera-warp",
+            "sentence-snap",
             "measure",
             "sheets",
             "errorbank",
@@ -176,7 +177,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--off",
         action="store_true",
-        help="camera-warp: stop reading moved history",
+        help="camera-warp: stop reading moved history; sentence-snap: remove the snap",
+    )
+    parser.add_argument(
+        "--snap-floor",
+        type=float,
+        default=0.45,
+        help="sentence-snap: the cosine to a training sentence below which text is left alone",
+    )
+    parser.add_argument(
+        "--snap-neighbours",
+        type=int,
+        default=3,
+        help="sentence-snap: training sentences a typed one is moved onto",
     )
     parser.add_argument(
         "--whole-cells",
@@ -221,6 +234,12 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=None,
         help="conv: share of each batch in which a reference image arrives (recolouring)",
+    )
+    parser.add_argument(
+        "--sentence-share",
+        type=float,
+        default=None,
+        help="conv: share of each batch in which a sentence is typed (what it changes)",
     )
     parser.add_argument(
         "--codes",
@@ -373,6 +392,18 @@ def main(argv: list[str] | None = None) -> int:
             )
         except ValueError as err:
             parser.error(str(err))
+    elif args.stage == "sentence-snap":
+        from .ship import WEIGHTS, set_sentence_snap
+
+        try:
+            path = set_sentence_snap(
+                Path(args.dest) if args.dest else WEIGHTS,
+                not args.off,
+                args.snap_floor,
+                args.snap_neighbours,
+            )
+        except ValueError as err:
+            parser.error(str(err))
     elif args.stage == "openings":
         from .ship import WEIGHTS, write_openings
 
@@ -478,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
             "critic_warmup": args.critic_warmup,
             "init_critic": args.init_critic,
             "image_share": args.image_share,
+            "sentence_share": args.sentence_share,
             "audio_only": args.audio_only,
             "audio_drop_share": args.audio_drop_share,
             "threads": args.threads,

@@ -6,8 +6,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from engine.model.audio_ae import AudioAE, AudioAEConfig
 from engine.model.checkpoint import atomic_save, load_checkpoint, load_payload, save_checkpoint
+from engine.model.sentence_snap import SNAP_FILE, SentenceSnap
 from engine.model.video_ae import VideoAE, VideoAEConfig
 from engine.model.world import WorldModel, WorldModelConfig
 from engine.runtime.openings import OPENINGS_FILE
@@ -64,6 +67,22 @@ def set_guidance(text: float, image: float, weights: Path = WEIGHTS, text_frames
         },
         needs=(lambda c: c.get("arch") == "conv", "convolutional world model (guidance is for it)"),
     )
+
+
+def set_sentence_snap(
+    weights: Path = WEIGHTS, on: bool = True, floor: float = 0.45, neighbours: int = 3
+) -> Path:
+    """Write (or with `on` False remove) the weights' sentence snap: every training
+    paraphrase's embedding, so a typed sentence reaches the model as the training sentences
+    it resembles (engine/model/sentence_snap.py)."""
+    path = Path(weights) / SNAP_FILE
+    if not on:
+        path.unlink(missing_ok=True)
+        return path
+    from .latents import training_text_table
+
+    table = np.stack(list(training_text_table().values()))
+    return SentenceSnap(table, floor, neighbours).save(path)
 
 
 def set_code_draws(
