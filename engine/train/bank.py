@@ -132,6 +132,19 @@ class LatentBank:
             ).flatten()
         return cache[(window, first)]
 
+    def sentence_event_starts(self, window: int, first: int) -> torch.Tensor:
+        """Starts of every `window`-frame window in which a sentence is typed at a position
+        >= `first` (a predicted frame): the frames that show a model what a sentence does.
+        A random window holds one about a quarter of the time, and most are not the rows
+        where the picture changes at once (weather, time of day, a spawn)."""
+        cache = self.__dict__.setdefault("_sentence_starts", {})
+        if (window, first) not in cache:
+            typed = (self.text.abs().sum(dim=1) > 0).long()
+            so_far = torch.cat([typed.new_zeros(1), torch.cumsum(typed, dim=0)])  # before row i
+            starts = self.window_starts(window)
+            cache[(window, first)] = starts[so_far[starts + window] > so_far[starts + first]]
+        return cache[(window, first)]
+
     def windows(self, starts: torch.Tensor, window: int) -> dict[str, torch.Tensor]:
         """Stacked windows: video/prev (B, T, C, S, S) float, audio, inputs, text, frame (local
         index), and the memory at the window's last frame (theme, image, last sentences). The

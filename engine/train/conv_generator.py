@@ -94,6 +94,8 @@ class ConvTrainConfig:
     init_critic: str | None = None  # a critic.pt (written beside a run's weights) to start from
     image_share: float = 0.0  # share of every batch whose predicted frames see a reference
     # image arrive (the world recolours; rare in the data otherwise)
+    sentence_share: float = 0.0  # share of every batch in which a sentence is typed among the
+    # predicted frames (what a sentence does to the picture, seen far more often)
     code_weight: float = 1.0  # a code model's cross-entropy weight (its regression keeps 1)
     audio_only: bool = False  # train the sound head alone (the picture frozen; no Error Bank)
     # share of windows whose chain starts having heard nothing (its sound history zeros): the
@@ -502,7 +504,7 @@ def adversarial_parts(
     return critic, critic_opt, {"critic": critic, "critic_opt": critic_opt}
 
 
-def with_image_windows(
+def with_event_windows(
     starts: torch.Tensor,
     bank: LatentBank,
     cfg: ConvTrainConfig,
@@ -511,13 +513,18 @@ def with_image_windows(
     gen: torch.Generator,
 ) -> torch.Tensor:
     """`starts` with its first `image_share` replaced by windows in which a reference image
-    arrives among the predicted frames (none if the data has no such arrival)."""
-    pool = bank.image_event_starts(window, context)
-    n = int(round(cfg.image_share * len(starts)))
-    if n == 0 or len(pool) == 0:
-        return starts
-    pick = pool[torch.randint(len(pool), (n,), generator=gen).to(pool.device)]
-    return torch.cat([pick, starts[n:]])
+    arrives among the predicted frames, the next `sentence_share` by windows in which a
+    sentence is typed among them (a share is skipped where the data has no such window)."""
+    picks = []
+    for share, pool in (
+        (cfg.image_share, bank.image_event_starts(window, context)),
+        (cfg.sentence_share, bank.sentence_event_starts(window, context)),
+    ):
+        n = int(round(share * len(starts)))
+        if n and len(pool):
+            picks.append(pool[torch.randint(len(pool), (n,), generator=gen).to(pool.device)])
+    taken = sum(len(p) for p in picks)
+    return torch.cat([*picks, starts[taken:]])[: len(starts)]
 
 
 def save_critic(critic: LatentCritic, path: Path) -> None:
@@ -576,7 +583,7 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
         if cfg.bank_share > 0 and step % cfg.bank_every == 0:
             errors = errors.add(collect_histories(model, bank, cfg, gen), cfg.bank_size)
         starts = bank.sample(cfg.batch, window, gen, first_frame_share=0.0)
-        starts = with_image_windows(starts, bank, cfg, window, model.config.context, gen)
+        starts = with_event_windows(starts, bank, cfg, window, model.config.context, gen)
         history = None
         n_bad = int(round(cfg.bank_share * cfg.batch)) if len(errors.row) else 0
         if n_bad:

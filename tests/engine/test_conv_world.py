@@ -398,19 +398,41 @@ def test_a_critic_warmup_holds_the_generator_and_the_critic_travels_with_the_wei
 
 
 def test_image_windows_replace_the_first_share_of_a_batch():
-    from engine.train.conv_generator import with_image_windows
+    from engine.train.conv_generator import with_event_windows
 
     late = episode(frames=30, seed=1, image=True)
     late.labels["image_event"][12] = True
     bank = LatentBank.build([episode(frames=30), late], table())
     starts = torch.zeros(8, dtype=torch.long)
     cfg = ConvTrainConfig(image_share=0.5)
-    mixed = with_image_windows(starts, bank, cfg, window=6, context=3, gen=torch.Generator())
+    mixed = with_event_windows(starts, bank, cfg, window=6, context=3, gen=torch.Generator())
     arrival = 30 + 12
     assert all(0 <= arrival - int(s) - 3 < 3 for s in mixed[:4])  # a predicted frame sees it
     assert mixed[4:].tolist() == [0] * 4
     plain = bank.windows(mixed[:1], 6)
     assert plain["frame_has_image"][0].any() and not plain["frame_has_image"][0, 0]
+
+
+def test_sentence_windows_follow_the_image_windows_and_see_a_sentence_typed():
+    from engine.train.conv_generator import with_event_windows
+
+    late = episode(frames=30, seed=1, image=True)
+    late.labels["image_event"][12] = True
+    bank = LatentBank.build([episode(frames=30), late], table())
+    typed = torch.nonzero(bank.text.abs().sum(dim=1) > 0).flatten().tolist()
+    assert typed, "the test episodes type sentences"
+    pool = bank.sentence_event_starts(6, 3).tolist()
+    for start in range(len(bank.local)):
+        fits = int(bank.local[start]) + 6 <= int(bank.lengths[bank.episode[start]])
+        sees = any(start + 3 <= row < start + 6 for row in typed)
+        assert (start in pool) == (fits and sees)
+    cfg = ConvTrainConfig(image_share=0.25, sentence_share=0.5)
+    starts = torch.full((8,), -1, dtype=torch.long)
+    mixed = with_event_windows(starts, bank, cfg, window=6, context=3, gen=torch.Generator())
+    assert len(mixed) == 8
+    assert all(0 <= 42 - int(s) - 3 < 3 for s in mixed[:2])
+    assert all(int(s) in pool for s in mixed[2:6])
+    assert mixed[6:].tolist() == [-1, -1]
 
 
 def test_guidance_moves_away_from_the_prediction_without_the_sentence_or_picture(tmp_path):
