@@ -182,14 +182,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--snap-floor",
         type=float,
-        default=0.45,
-        help="sentence-snap: the cosine to a training sentence below which text is left alone",
+        default=None,
+        help="sentence-snap: the cosine to a training sentence below which text is left "
+        "alone (0.45)",
     )
     parser.add_argument(
         "--snap-neighbours",
         type=int,
-        default=3,
-        help="sentence-snap: training sentences a typed one is moved onto",
+        default=None,
+        help="sentence-snap: training sentences a typed one is moved onto (3)",
     )
     parser.add_argument(
         "--whole-cells",

@@ -134,9 +134,8 @@ class LatentBank:
 
     def sentence_event_starts(self, window: int, first: int) -> torch.Tensor:
         """Starts of every `window`-frame window in which a sentence is typed at a position
-        >= `first` (a predicted frame): the frames that show a model what a sentence does.
-        A random window holds one about a quarter of the time, and most are not the rows
-        where the picture changes at once (weather, time of day, a spawn)."""
+        >= `first` (a predicted frame): the frames that show a model what a sentence does
+        (a random window holds one about a quarter of the time)."""
         cache = self.__dict__.setdefault("_sentence_starts", {})
         if (window, first) not in cache:
             typed = (self.text.abs().sum(dim=1) > 0).long()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -70,11 +71,14 @@ def set_guidance(text: float, image: float, weights: Path = WEIGHTS, text_frames
 
 
 def set_sentence_snap(
-    weights: Path = WEIGHTS, on: bool = True, floor: float = 0.45, neighbours: int = 3
+    weights: Path = WEIGHTS,
+    on: bool = True,
+    floor: float | None = None,
+    neighbours: int | None = None,
 ) -> Path:
     """Write (or with `on` False remove) the weights' sentence snap: every training
     paraphrase's embedding, so a typed sentence reaches the model as the training sentences
-    it resembles (engine/model/sentence_snap.py)."""
+    it resembles (engine/model/sentence_snap.py; its defaults where a setting is None)."""
     path = Path(weights) / SNAP_FILE
     if not on:
         path.unlink(missing_ok=True)
@@ -82,7 +86,13 @@ def set_sentence_snap(
     from .latents import training_text_table
 
     table = np.stack(list(training_text_table().values()))
-    return SentenceSnap(table, floor, neighbours).save(path)
+    snap = SentenceSnap(table)
+    snap = dataclasses.replace(
+        snap,
+        floor=snap.floor if floor is None else floor,
+        neighbours=snap.neighbours if neighbours is None else neighbours,
+    )
+    return snap.save(path)
 
 
 def set_code_draws(
