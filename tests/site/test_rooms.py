@@ -63,18 +63,20 @@ def room(people) -> LiveRoom:
 
 
 def _worker_messages() -> list[dict]:
+    """What the worker channel holds, in one event loop. Both callers expect a message: the first
+    may take seconds on a loaded machine with Redis as the layer (CI once saw none inside 0.2 s),
+    so it gets 5; after it, half a second of quiet ends the drain."""
     layer = get_channel_layer()
-    received = []
 
-    async def drain():
+    async def drain() -> list[dict]:
+        received = [await asyncio.wait_for(layer.receive(WORKER), 5)]
         while True:
             try:
-                received.append(await asyncio.wait_for(layer.receive(WORKER), 0.2))
+                received.append(await asyncio.wait_for(layer.receive(WORKER), 0.5))
             except TimeoutError:
-                return
+                return received
 
-    async_to_sync(drain)()
-    return received
+    return async_to_sync(drain)()
 
 
 # --- services and selectors ---------------------------------------------------------------------
