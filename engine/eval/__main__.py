@@ -1,6 +1,7 @@
 """CLI (DESIGN.md contract):
 
     python -m engine.eval --json [--episodes FILE] [--prompts FILE] [--reference] [--weights DIR]
+    python -m engine.eval --json --text-reading [--weights DIR]   # judge-free, a few minutes
     python -m engine.eval --build-judges      # (re)build the judges' data set and judges
 
 Progress goes to stderr; the JSON object (or a table) to stdout.
@@ -66,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run only the reference-image test (no judges needed; about a minute)",
     )
+    parser.add_argument(
+        "--text-reading",
+        action="store_true",
+        help="run only the text-reading figure (no judges needed; a few minutes)",
+    )
     parser.add_argument("--weights", default=None, help="weights folder (engine/weights)")
     parser.add_argument(
         "--build-judges",
@@ -109,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from .episodes import script_episode
     from .run import evaluate, evaluate_prompts, evaluate_reference
+    from .text_reading import reads_text, text_reading
 
     episodes = cases = None
     try:
@@ -120,7 +127,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     world = World.load(args.weights)
-    if args.reference:
+    if args.text_reading and not reads_text(world):
+        print("error: --text-reading needs a code model's weights", file=sys.stderr)
+        return 2
+    if args.text_reading:
+        result = _clean(text_reading(world, log))
+    elif args.reference:
         result = _clean(evaluate_reference(world, log=log))
     elif cases is not None:
         result = _clean(evaluate_prompts(world, cases, log=log))

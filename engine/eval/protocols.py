@@ -23,7 +23,13 @@ from engine.data.agent import random_palette
 from engine.data.layout import HELDOUT_SEED_BASE
 from engine.sim import FrameInputs, WorldSpec
 from engine.sim.constants import CREATURE_MOODS, KEY_BITS
-from engine.sim.prompts import EVENT_NAMES, heldout_paraphrases, resolve, sample_training_text
+from engine.sim.prompts import (
+    EVENT_NAMES,
+    heldout_paraphrases,
+    resolve,
+    sample_training_text,
+    training_paraphrases,
+)
 from engine.sim.themes import THEME_NAMES, get_theme
 from engine.sim.visibility import rainbow_heading
 from engine.sim.world import TURN_RATE
@@ -86,22 +92,38 @@ def prompt_target(event: str) -> tuple[str, int]:
 JUDGEABLE_EVENTS = tuple(e for e in EVENT_NAMES if not e.startswith(("gift_", "companion_")))
 
 
+PROMPT_TEST_EVENTS = (
+    "rain",
+    "snow",
+    "fog",
+    "night",
+    "dusk",
+    "fire",
+    "rainbow",
+    "spawn_dragon",
+    "spawn_lantern",
+    "spawn_tree",
+    "spawn_crystal",
+    "spawn_statue",
+)
+
+
 def default_prompt_cases(per_event: int = 2) -> list[PromptCase]:
-    events = (
-        "rain",
-        "snow",
-        "fog",
-        "night",
-        "dusk",
-        "fire",
-        "rainbow",
-        "spawn_dragon",
-        "spawn_lantern",
-        "spawn_tree",
-        "spawn_crystal",
-        "spawn_statue",
-    )
-    return [PromptCase(e, text) for e in events for text in heldout_paraphrases(e)[:per_event]]
+    """The prompt test's cases: held-out wording the model never trained on."""
+    return [
+        PromptCase(e, text)
+        for e in PROMPT_TEST_EVENTS
+        for text in heldout_paraphrases(e)[:per_event]
+    ]
+
+
+def training_wording_cases(per_event: int = 2) -> list[PromptCase]:
+    """The same events in wording the model trained on (the text-reading figure's contrast)."""
+    return [
+        PromptCase(e, text)
+        for e in PROMPT_TEST_EVENTS
+        for text in training_paraphrases(e)[:per_event]
+    ]
 
 
 # -- gifts -----------------------------------------------------------------------------------

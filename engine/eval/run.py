@@ -49,6 +49,7 @@ from .protocols import (
     walk_episode,
     with_reference,
 )
+from .text_reading import text_reading
 
 CACHE = Path("artifacts/eval_cache")
 HORIZONS = (1, 16, 64)
@@ -102,6 +103,7 @@ def evaluate(
             lambda: loop_closure(player, turns, progress),
             lambda: brightness(player, walks, walk_frames, progress),
             lambda: reference_recolour(player, progress),
+            lambda: text_reading(world, progress),
             lambda: judge_accuracy(world, judges, progress),
         )
         for section in sections:

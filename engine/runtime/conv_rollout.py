@@ -134,10 +134,14 @@ class ConvRollout:
             dx, dy = camera_shift(torch.as_tensor(inputs, dtype=torch.float32).view(1, -1))[0]
             self._track_camera(dx.item(), dy.item())
         if self.model.config.codes:  # a code model's history is codes (it trained on no other)
-            codebook: torch.Tensor = self.model.codebook  # type: ignore[assignment]
-            cells = z.reshape(1, -1, *z.shape[-2:])
-            z = code_latents(nearest_codes(cells, codebook), codebook)
+            z = self._as_codes(z)
         self._remember(z, audio, frame)
+
+    def _as_codes(self, z: torch.Tensor) -> torch.Tensor:
+        """A latent as a code model's history holds it: each cell its nearest code's vector."""
+        codebook: torch.Tensor = self.model.codebook  # type: ignore[assignment]
+        cells = z.reshape(1, -1, *z.shape[-2:])
+        return code_latents(nearest_codes(cells, codebook), codebook)
 
     def _track_camera(self, dx: float, dy: float) -> None:
         """Where the camera now looks: the view memory's position and the horizon's row
@@ -174,10 +178,11 @@ class ConvRollout:
         self.audio = torch.cat([self.audio, heard], dim=1)[:, -cfg.audio_history :]
         self.frame = frame + 1
 
-    def generate(
-        self, inputs, frame: int, text: np.ndarray | torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Frame `frame` from its inputs and any sentence typed at it; it joins the history."""
+    def _next_frame_inputs(
+        self, inputs, frame: int, text: np.ndarray | torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, Conditioning, torch.Tensor | None]:
+        """(context, valid, conditioning, a denoiser's noise) for frame `frame`: the sentence
+        typed at it remembered, the history moved as the camera moved."""
         if text is not None:
             self.add_text(text, frame)
         context, valid = self._context()
@@ -192,8 +197,34 @@ class ConvRollout:
         if self.views is not None:
             latent, seen = self.views.recall()
             cond.seen = torch.cat([latent, seen[None].float()])[None]
+        return context, valid, cond, noise
+
+    def generate(
+        self, inputs, frame: int, text: np.ndarray | torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Frame `frame` from its inputs and any sentence typed at it; it joins the history."""
+        context, valid, cond, noise = self._next_frame_inputs(inputs, frame, text)
         z, a = sample_frame(
             self.model, context, valid, self.audio, cond, noise, self.gen, self.draws
         )
         self._remember(z[0], a[0], frame)  # a code model's frame is codes already
         return z[0], a[0]
+
+    def teacher_logits(
+        self,
+        z: torch.Tensor,
+        audio: torch.Tensor,
+        inputs,
+        frame: int,
+        text: np.ndarray | torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Teacher forcing for a code model: its own logits (1, codes, S, S) for frame `frame`,
+        no guidance and no keep (what the network itself predicts), after which the true
+        latent `z` (as its nearest codes) and sound `audio` join the history in place of a
+        draw."""
+        assert self.model.config.codes, "teacher_logits needs a code model"
+        context, valid, cond, _ = self._next_frame_inputs(inputs, frame, text)
+        logits = self.model.predict(context, valid, self.audio, cond).logits
+        assert logits is not None
+        self._remember(self._as_codes(z), audio, frame)
+        return logits
