@@ -27,6 +27,7 @@ from engine.model.conv_world import ConvWorldModel
 from engine.model.inputs import input_features
 from engine.model.latent_codes import nearest_codes
 from engine.model.video_ae import frames_to_tensor
+from engine.runtime.conv_rollout import ConvRollout
 from engine.runtime.session import World
 from engine.sim.themes import THEME_NAMES
 
@@ -39,6 +40,12 @@ Log = Callable[[str], None]
 
 def reads_text(world: World) -> bool:
     return isinstance(world.model, ConvWorldModel) and bool(world.model.config.codes)
+
+
+def _codebook(world: World) -> torch.Tensor:
+    codebook = world.model.codebook
+    assert isinstance(codebook, torch.Tensor), "text reading needs a code model"
+    return codebook
 
 
 def _frame_inputs(ep: SimEpisode) -> list[np.ndarray]:
@@ -58,9 +65,10 @@ def teacher_forced_losses(
     told the episode's sentence or (told=False) with nothing typed; (T, S, S) true codes)."""
     z = world.video_ae.encode(frames_to_tensor(ep.frames))
     audio = world.audio_ae.encode(int16_to_float(ep.audio))
-    codes = nearest_codes(z, world.model.codebook)
+    codes = nearest_codes(z, _codebook(world))
     feats = _frame_inputs(ep)
     roll = world.new_rollout(THEME_NAMES.index(ep.spec.theme), seed=seed)
+    assert isinstance(roll, ConvRollout), "text reading needs a code model"
     for t in range(PRIME_FRAMES):
         roll.observe(z[t], audio[t], feats[t], t)
     losses = []
