@@ -243,6 +243,18 @@ def main(argv: list[str] | None = None) -> int:
         help="conv: share of each batch in which a sentence is typed (what it changes)",
     )
     parser.add_argument(
+        "--onset-weight",
+        type=float,
+        default=None,
+        help="conv: code cross-entropy weight on frames a sentence governs (1 = plain)",
+    )
+    parser.add_argument(
+        "--onset-frames",
+        type=int,
+        default=None,
+        help="conv: how long after a sentence its frames get --onset-weight",
+    )
+    parser.add_argument(
         "--codes",
         type=int,
         default=None,
@@ -511,6 +523,8 @@ def main(argv: list[str] | None = None) -> int:
             "init_critic": args.init_critic,
             "image_share": args.image_share,
             "sentence_share": args.sentence_share,
+            "onset_weight": args.onset_weight,
+            "onset_frames": args.onset_frames,
             "audio_only": args.audio_only,
             "audio_drop_share": args.audio_drop_share,
             "threads": args.threads,

@@ -42,6 +42,7 @@ from engine.model.conv_world import (
     ConvWorldConfig,
     ConvWorldModel,
     Prediction,
+    guided_rows,
     sample_frame,
 )
 from engine.model.latent_codes import code_latents, fit_codebook, nearest_codes
@@ -97,6 +98,11 @@ class ConvTrainConfig:
     sentence_share: float = 0.0  # share of every batch in which a sentence is typed among the
     # predicted frames (what a sentence does to the picture, seen far more often)
     code_weight: float = 1.0  # a code model's cross-entropy weight (its regression keeps 1)
+    # > 1: a code model's cross-entropy weighs this much more on frames a sentence governs
+    # (typed now, or remembered and younger than `onset_frames`): those frames are few and
+    # what a sentence changes is lost among the cells every frame repeats
+    onset_weight: float = 1.0
+    onset_frames: int = 40
     audio_only: bool = False  # train the sound head alone (the picture frozen; no Error Bank)
     # share of windows whose chain starts having heard nothing (its sound history zeros): the
     # sound head must then tell rain or fire from the picture and the sentences, as it must
@@ -173,6 +179,19 @@ def frame_conditioning(w: dict[str, torch.Tensor], t: int, noise: torch.Tensor) 
     )
 
 
+def weighted_code_loss(
+    logits: torch.Tensor, codes: torch.Tensor, governed: torch.Tensor, cfg: ConvTrainConfig
+) -> torch.Tensor:
+    """The code cross-entropy, each row weighted `onset_weight` where a sentence governs
+    it (`governed`, (B,) bool) and 1 elsewhere, normalised by the weights so the loss keeps
+    its scale."""
+    if cfg.onset_weight == 1.0:
+        return F.cross_entropy(logits, codes)
+    per_row = F.cross_entropy(logits, codes, reduction="none").flatten(1).mean(dim=1)
+    weight = 1.0 + (cfg.onset_weight - 1.0) * governed.float()
+    return (per_row * weight).sum() / weight.sum()
+
+
 def context_noise_levels(
     b: int, cfg: ConvTrainConfig, gen: torch.Generator, device: torch.device
 ) -> torch.Tensor:
@@ -230,7 +249,9 @@ def unrolled_loss(
     predictions = []
     for r in range(cfg.unroll):
         t = k + r
-        p = model.predict(ctx, valid, prev_audio, frame_conditioning(w, t, noise))
+        cond = frame_conditioning(w, t, noise)
+        governed = guided_rows(cond, cfg.onset_frames)
+        p = model.predict(ctx, valid, prev_audio, cond)
         z = p.video
         target = w["video"][:, t]
         video_loss = video_loss + F.mse_loss(z, target) + 0.5 * F.l1_loss(z, target)
@@ -239,7 +260,7 @@ def unrolled_loss(
             a = model.draw_audio(p, gen)
         predictions.append(z)
         if p.logits is not None:  # a code model goes on from the codes it draws
-            code_loss = code_loss + F.cross_entropy(p.logits, w["codes"][:, t])
+            code_loss = code_loss + weighted_code_loss(p.logits, w["codes"][:, t], governed, cfg)
             with torch.no_grad():
                 z = model.draw_codes(p.logits, gen)
         ctx = torch.cat([ctx[:, 1:], z[:, None]], dim=1)

@@ -21,6 +21,7 @@ from engine.train.conv_generator import (
     conv_windows,
     frame_conditioning,
     unrolled_loss,
+    weighted_code_loss,
 )
 
 from .test_train_generator import episode, table
@@ -630,6 +631,22 @@ def test_code_training_scores_cells_by_cross_entropy_and_goes_on_from_drawn_code
     losses.loss.backward()
     assert model.code_out.weight.grad is not None and model.code_out.weight.grad.abs().sum() > 0
     assert model.code_scale.grad is not None
+
+
+def test_the_onset_weight_leans_the_code_loss_towards_frames_a_sentence_governs():
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(4, 16, 8, 8, generator=gen)
+    codes = torch.randint(16, (4, 8, 8), generator=gen)
+    governed = torch.tensor([True, False, False, False])
+    rows = torch.stack(
+        [torch.nn.functional.cross_entropy(logits[i : i + 1], codes[i : i + 1]) for i in range(4)]
+    )
+    plain = weighted_code_loss(logits, codes, governed, ConvTrainConfig())
+    assert torch.allclose(plain, rows.mean())
+    leaned = weighted_code_loss(logits, codes, governed, ConvTrainConfig(onset_weight=5.0))
+    assert torch.allclose(leaned, (5 * rows[0] + rows[1:].sum()) / 8)
+    nobody = weighted_code_loss(logits, codes, governed & False, ConvTrainConfig(onset_weight=5.0))
+    assert torch.allclose(nobody, rows.mean())
 
 
 def test_code_training_fits_a_codebook_quantizes_its_data_and_resumes(tmp_path, training):
