@@ -16,6 +16,7 @@ import torch
 
 from engine.data.layout import HELDOUT_SEED_BASE
 from engine.model.audio_ae import int16_to_float
+from engine.model.latent_codes import snap_to_codes
 from engine.model.video_ae import frames_to_tensor, tensor_to_frames
 from engine.runtime.session import World
 
@@ -242,25 +243,32 @@ def fidelity(
 
 
 def tokenizers(world: World, episodes: list[SimEpisode]) -> dict:
-    """The autoencoders alone on the episodes' true frames: the ceiling any rollout inherits."""
+    """The autoencoders alone on the episodes' true frames: the ceiling any rollout inherits.
+    For a code model also `code_recon_psnr`: the true latents snapped to the codebook and
+    decoded, the most a perfect code prediction could show (psnr_h1 reads against it)."""
     truth = np.concatenate([e.frames for e in episodes])[::2]
-    recon = np.concatenate(
-        [
-            tensor_to_frames(world.video_ae(frames_to_tensor(truth[i : i + 64])))
-            for i in range(0, len(truth), 64)
-        ]
-    )
+    codebook = world.model.codebook if getattr(world.model.config, "codes", 0) else None
+    recon, coded = [], []
+    for i in range(0, len(truth), 64):
+        z = world.video_ae.encode(frames_to_tensor(truth[i : i + 64]))
+        recon.append(tensor_to_frames(world.video_ae.decode(z)))
+        if isinstance(codebook, torch.Tensor):
+            coded.append(tensor_to_frames(world.video_ae.decode(snap_to_codes(z, codebook))))
     sound = int16_to_float(np.concatenate([e.audio for e in episodes]))
     heard = world.audio_ae(sound).numpy()
     ref = sound.numpy()
-    return {
-        "ae_recon_psnr": M.pooled_psnr(recon, truth),
-        "ae_sharpness": M.sharpness_ratio(recon, truth),
-        "ae_seam_ratio": M.seam_ratio(recon),
+    out = {
+        "ae_recon_psnr": M.pooled_psnr(np.concatenate(recon), truth),
+        "ae_sharpness": M.sharpness_ratio(np.concatenate(recon), truth),
+        "ae_seam_ratio": M.seam_ratio(np.concatenate(recon)),
         "audio_ae_snr_db": float(
             10 * np.log10(np.mean(ref**2) / max(np.mean((heard - ref) ** 2), 1e-12))
         ),
     }
+    if coded:
+        out["code_recon_psnr"] = M.pooled_psnr(np.concatenate(coded), truth)
+        out["code_sharpness"] = M.sharpness_ratio(np.concatenate(coded), truth)
+    return out
 
 
 def _action_following(hits: np.ndarray) -> dict:

@@ -27,6 +27,11 @@ def code_latents(indices: torch.Tensor, codebook: torch.Tensor) -> torch.Tensor:
     return codebook[indices].permute(0, 3, 1, 2).contiguous()
 
 
+def snap_to_codes(latent: torch.Tensor, codebook: torch.Tensor) -> torch.Tensor:
+    """(B, C, S, S) latents with every cell replaced by its nearest code's vector."""
+    return code_latents(nearest_codes(latent, codebook), codebook)
+
+
 def fit_codebook(
     cells: torch.Tensor, codes: int, iterations: int = 25, seed: int = 0
 ) -> torch.Tensor:
@@ -65,8 +70,7 @@ def _kmeans_plus_plus(cells: torch.Tensor, codes: int, gen: torch.Generator) -> 
 
 def quantization_error(latents: torch.Tensor, codebook: torch.Tensor) -> float:
     """Mean squared error per latent element of replacing every cell by its nearest code."""
-    quantized = code_latents(nearest_codes(latents, codebook), codebook)
-    return float((quantized - latents.float()).pow(2).mean())
+    return float((snap_to_codes(latents, codebook) - latents.float()).pow(2).mean())
 
 
 class CodeDraws:

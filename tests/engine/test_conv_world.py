@@ -690,6 +690,32 @@ def test_a_code_model_plays_from_its_seed_with_a_history_of_codes():
     assert torch.equal(seen, code_latents(nearest_codes(seen, model.codebook), model.codebook))
 
 
+def test_the_eval_reads_a_code_models_tokenizer_ceiling_through_its_codebook():
+    from engine.eval.episodes import agent_episode
+    from engine.eval.run import tokenizers
+    from engine.model.audio_ae import AudioAE, AudioAEConfig
+    from engine.model.checkpoint import load_checkpoint
+    from engine.model.video_ae import VideoAE, VideoAEConfig, frames_to_tensor
+    from engine.runtime.session import DEFAULT_WEIGHTS, World
+
+    torch.manual_seed(0)  # the shipped video tokenizer: a toy decoder hardly reads its latent
+    ae = load_checkpoint(DEFAULT_WEIGHTS / "video_ae.pt", VideoAE, VideoAEConfig).eval()
+    sound = AudioAE(AudioAEConfig(width=8))
+    episodes = [agent_episode(3, 8)]
+    model = coded(small(), codes=4 * 256)
+    with torch.inference_mode():
+        truth = frames_to_tensor(episodes[0].frames[::2])  # the frames the section reads
+        cells = ae.encode(truth).permute(0, 2, 3, 1).reshape(-1, 8)
+        model.codebook.copy_(cells)  # every true cell is a code: nothing is lost
+        exact = tokenizers(World(ae, sound, model), episodes)
+        model.codebook.copy_(cells.mean(dim=0).expand_as(cells))  # one code for every cell
+        flat = tokenizers(World(ae, sound, model), episodes)
+        plain = tokenizers(World(ae, sound, small()), episodes)
+    assert exact["code_recon_psnr"] == pytest.approx(exact["ae_recon_psnr"], abs=0.05)
+    assert flat["code_recon_psnr"] < flat["ae_recon_psnr"] - 1.0
+    assert "code_recon_psnr" not in plain and plain["ae_recon_psnr"] == exact["ae_recon_psnr"]
+
+
 def test_code_draws_are_set_on_code_models_only(tmp_path):
     from engine.train.ship import set_code_draws
 
