@@ -16,7 +16,7 @@ import torch
 
 from engine.data.layout import HELDOUT_SEED_BASE
 from engine.model.audio_ae import int16_to_float
-from engine.model.latent_codes import snap_to_codes
+from engine.model.conv_world import ConvWorldModel
 from engine.model.video_ae import frames_to_tensor, tensor_to_frames
 from engine.runtime.session import World
 
@@ -247,13 +247,14 @@ def tokenizers(world: World, episodes: list[SimEpisode]) -> dict:
     For a code model also `code_recon_psnr`: the true latents snapped to the codebook and
     decoded, the most a perfect code prediction could show (psnr_h1 reads against it)."""
     truth = np.concatenate([e.frames for e in episodes])[::2]
-    codebook = world.model.codebook if getattr(world.model.config, "codes", 0) else None
+    model = world.model
+    coder = model if isinstance(model, ConvWorldModel) and model.config.codes else None
     recon, coded = [], []
     for i in range(0, len(truth), 64):
         z = world.video_ae.encode(frames_to_tensor(truth[i : i + 64]))
         recon.append(tensor_to_frames(world.video_ae.decode(z)))
-        if isinstance(codebook, torch.Tensor):
-            coded.append(tensor_to_frames(world.video_ae.decode(snap_to_codes(z, codebook))))
+        if coder is not None:
+            coded.append(tensor_to_frames(world.video_ae.decode(coder.snap(z))))
     sound = int16_to_float(np.concatenate([e.audio for e in episodes]))
     heard = world.audio_ae(sound).numpy()
     ref = sound.numpy()

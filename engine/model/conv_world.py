@@ -41,6 +41,7 @@ from .latent_codes import (
     gumbel_from_uniform,
     nearest_codes,
     random_numbers,
+    snap_to_codes,
 )
 from .sampler import EulerSampler
 from .sound_flow import SoundFlow, level_features
@@ -102,6 +103,12 @@ class ConvWorldConfig:
     # `code_temperature` (0 = the likeliest code), so its history is always real patches
     codes: int = 0
     code_temperature: float = 0.7
+    # > 0 (with codes): a second, residual code per cell from a codebook of this size fitted
+    # on what the first code leaves (RQ-VAE style; MODEL.md v16: 0.117 -> 0.032 of the
+    # latent's variance). A 1x1 head reads the features and the drawn first code; drawn at
+    # `residual_temperature` (0 = the likeliest residual).
+    residual_codes: int = 0
+    residual_temperature: float = 0.0
     # how a session's code draws share their random numbers (latent_codes.CodeDraws): over
     # `code_noise_blur` cells and from frame to frame with correlation `code_noise_memory`;
     # 0 and 0 = independent per cell and frame, as in training. Run-time knobs, not trained.
@@ -142,6 +149,9 @@ class Prediction:
     # (uncovered and not remembered); what a code model's `code_keep` favours
     newest: torch.Tensor | None = None
     painted: torch.Tensor | None = None
+    # (B, width, S, S) the features the code heads read (a residual code model's second
+    # head reads them once the first code is drawn)
+    features: torch.Tensor | None = None
 
 
 @dataclass
@@ -252,6 +262,15 @@ class ConvWorldModel(nn.Module):
             assert self.code_out.bias is not None
             nn.init.zeros_(self.code_out.weight)
             nn.init.zeros_(self.code_out.bias)
+        if cfg.codes and cfg.residual_codes:
+            # the same start for the residual: "the residual code nearest what the
+            # regression leaves beyond the drawn first code", plus a learnt correction
+            self.register_buffer("residual_codebook", torch.zeros(cfg.residual_codes, c))
+            self.residual_scale = nn.Parameter(torch.tensor(1.0))
+            self.residual_out = nn.Conv2d(w + c, cfg.residual_codes, 1)
+            assert self.residual_out.bias is not None
+            nn.init.zeros_(self.residual_out.weight)
+            nn.init.zeros_(self.residual_out.bias)
 
     def condition(self, c: Conditioning) -> torch.Tensor:
         """(B, cond_dim) conditioning vector."""
@@ -343,7 +362,14 @@ class ConvWorldModel(nn.Module):
         logits = self.code_logits(video, features) if self.config.codes else None
         flow_reads = heard if self.sound_flow is not None else None
         return Prediction(
-            video, audio.clamp(-limit, limit), logits, spread, flow_reads, newest, painted
+            video,
+            audio.clamp(-limit, limit),
+            logits,
+            spread,
+            flow_reads,
+            newest,
+            painted,
+            features if self.config.residual_codes else None,
         )
 
     def audio_history_rows(self, prev_audio: torch.Tensor) -> torch.Tensor:
@@ -374,11 +400,47 @@ class ConvWorldModel(nn.Module):
         """(B, K, S, S): -scale * |video - code|^2 per cell (the per-cell |video|^2 term
         drops out of a softmax over codes) plus the learnt correction."""
         codebook: torch.Tensor = self.codebook  # type: ignore[assignment]
-        near = (
-            2 * torch.einsum("bchw,kc->bkhw", video, codebook)
-            - codebook.pow(2).sum(1)[None, :, None, None]
-        )
-        return self.code_scale * near + self.code_out(features)
+        return self.code_scale * _nearness(video, codebook) + self.code_out(features)
+
+    @property
+    def residual_book(self) -> torch.Tensor | None:
+        """The residual codebook (R, C) of a residual code model, else None."""
+        book = getattr(self, "residual_codebook", None)
+        return book if isinstance(book, torch.Tensor) else None
+
+    def snap(self, latent: torch.Tensor) -> torch.Tensor:
+        """(B, C, S, S) latents as a code model's history holds them: every cell its nearest
+        code (plus its residual code)."""
+        codebook: torch.Tensor = self.codebook  # type: ignore[assignment]
+        return snap_to_codes(latent, codebook, self.residual_book)
+
+    def residual_logits(
+        self, video: torch.Tensor, features: torch.Tensor, first: torch.Tensor
+    ) -> torch.Tensor:
+        """(B, R, S, S) logits of each cell's residual code given its first code's latent
+        `first` (B, C, S, S): nearness to what the regression leaves beyond it, plus a
+        correction read from the features and the first code."""
+        book = self.residual_book
+        assert book is not None, "residual_logits needs a residual code model"
+        near = _nearness(video - first, book)
+        return self.residual_scale * near + self.residual_out(torch.cat([features, first], 1))
+
+    def draw_residual(
+        self,
+        p: Prediction,
+        first: torch.Tensor,
+        gen: torch.Generator | None = None,
+        keep: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """The first codes' latents (B, C, S, S) plus a residual code per cell drawn at
+        `residual_temperature`; `keep` (B, R, S, S) is added to the logits first."""
+        book = self.residual_book
+        assert book is not None and p.features is not None
+        logits = self.residual_logits(p.video, p.features, first)
+        if keep is not None:
+            logits = logits + keep
+        picked = _gumbel_max(logits, self.config.residual_temperature, gen)
+        return first + code_latents(picked, book)
 
     def draw_codes(
         self,
@@ -390,15 +452,31 @@ class ConvWorldModel(nn.Module):
         Drawn by Gumbel-max (argmax of logits / T plus Gumbel noise: the softmax's
         distribution, 2 ms a frame where torch.multinomial took 7), with `gumbel` as the noise
         where given (a session's correlated draws), else independent noise from `gen`."""
-        t = self.config.code_temperature
-        scores = logits
-        if t > 0 and gumbel is not None:
-            scores = logits / t + gumbel
-        elif t > 0:
-            u = random_numbers(logits.shape, logits.device, gen)
-            scores = logits / t + gumbel_from_uniform(u)
-        picked = scores.argmax(dim=1)
+        picked = _gumbel_max(logits, self.config.code_temperature, gen, gumbel)
         return code_latents(picked, self.codebook)  # type: ignore[arg-type]
+
+
+def _nearness(video: torch.Tensor, codebook: torch.Tensor) -> torch.Tensor:
+    """(B, K, S, S) 2 z.k - |k|^2 per cell: -|z - k|^2 up to the cell's own |z|^2."""
+    return (
+        2 * torch.einsum("bchw,kc->bkhw", video, codebook)
+        - codebook.pow(2).sum(1)[None, :, None, None]
+    )
+
+
+def _gumbel_max(
+    logits: torch.Tensor,
+    temperature: float,
+    gen: torch.Generator | None,
+    gumbel: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """(B, S, S) the index drawn per cell from softmax(logits / temperature) by Gumbel-max
+    (`gumbel` as the noise where given, else fresh from `gen`); 0 = the likeliest."""
+    if temperature <= 0:
+        return logits.argmax(dim=1)
+    if gumbel is None:
+        gumbel = gumbel_from_uniform(random_numbers(logits.shape, logits.device, gen))
+    return (logits / temperature + gumbel).argmax(dim=1)
 
 
 def warp(latent: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
@@ -582,7 +660,8 @@ def guided_prediction(
     video = guide(p.video).clamp(-cfg.clamp, cfg.clamp)
     newest = None if p.newest is None else p.newest[:b]
     painted = None if p.painted is None else p.painted[:b]
-    return Prediction(video, p.audio[:b], logits, spread, heard, newest, painted)
+    features = None if p.features is None else p.features[:b]
+    return Prediction(video, p.audio[:b], logits, spread, heard, newest, painted, features)
 
 
 def kept_logits(model: ConvWorldModel, p: Prediction, cond: Conditioning) -> torch.Tensor:
@@ -596,15 +675,41 @@ def kept_logits(model: ConvWorldModel, p: Prediction, cond: Conditioning) -> tor
     assert p.logits is not None and p.newest is not None
     codebook: torch.Tensor = model.codebook  # type: ignore[assignment]
     shown = nearest_codes(p.newest, codebook)[:, None]  # (B, 1, S, S)
+    return p.logits.scatter_add(1, shown, _keep_gain(model, p, cond).contiguous())
+
+
+def kept_residual(
+    model: ConvWorldModel, p: Prediction, cond: Conditioning, first: torch.Tensor
+) -> torch.Tensor:
+    """`kept_logits` for a residual code model's second code: (B, R, S, S) zeros but
+    `code_keep` on the residual code a cell shows, where the cell kept its first code
+    (`first`, the drawn first codes' latents): a kept patch keeps its detail as well."""
+    assert p.newest is not None
+    codebook: torch.Tensor = model.codebook  # type: ignore[assignment]
+    book = model.residual_book
+    assert book is not None
+    shown_first = code_latents(nearest_codes(p.newest, codebook), codebook)
+    shown = nearest_codes(p.newest - shown_first, book)[:, None]
+    same = (first == shown_first).all(dim=1, keepdim=True)
+    gain = _keep_gain(model, p, cond) * same
+    keep = torch.zeros(first.shape[0], len(book), *first.shape[-2:], device=first.device)
+    return keep.scatter_add(1, shown, gain.to(keep.dtype).contiguous())
+
+
+def _keep_gain(model: ConvWorldModel, p: Prediction, cond: Conditioning) -> torch.Tensor:
+    """(B, 1, S, S) the nats `code_keep` adds to each cell's shown code: in rows nothing asks
+    to change, in cells the history carries."""
+    assert p.newest is not None
     walking = cond.inputs[:, _WALK_KEYS].abs().sum(dim=1) > 0
     if model.config.keep_walking:
         walking = torch.zeros_like(walking)
     asked = guided_rows(cond, model.config.text_guidance_frames)
-    still = (~walking & ~asked).to(p.logits.dtype).view(-1, 1, 1, 1)
-    gain = (model.config.code_keep * still).expand(shown.shape)
+    still = (~walking & ~asked).to(p.newest.dtype).view(-1, 1, 1, 1)
+    b, _, s, _ = p.newest.shape
+    gain = (model.config.code_keep * still).expand(b, 1, s, s)
     if p.painted is not None:
         gain = gain * (~p.painted)[:, None]
-    return p.logits.scatter_add(1, shown, gain.contiguous())
+    return gain
 
 
 def sample_frame(
@@ -629,7 +734,11 @@ def sample_frame(
         gumbel = None
         if draws is not None and draws.correlated:
             gumbel = draws.gumbel(logits.shape, logits.device)
-        return model.draw_codes(logits, gen, gumbel), model.draw_audio(p, gen)
+        z = model.draw_codes(logits, gen, gumbel)
+        if model.config.residual_codes:
+            keep = None if model.config.code_keep == 0 else kept_residual(model, p, cond, z)
+            z = model.draw_residual(p, z, gen, keep)
+        return z, model.draw_audio(p, gen)
     if not model.config.denoise:
         p = guided_prediction(model, context, valid, prev_audio, cond)
         return p.video, model.draw_audio(p, gen)

@@ -27,9 +27,36 @@ def code_latents(indices: torch.Tensor, codebook: torch.Tensor) -> torch.Tensor:
     return codebook[indices].permute(0, 3, 1, 2).contiguous()
 
 
-def snap_to_codes(latent: torch.Tensor, codebook: torch.Tensor) -> torch.Tensor:
-    """(B, C, S, S) latents with every cell replaced by its nearest code's vector."""
-    return code_latents(nearest_codes(latent, codebook), codebook)
+def snap_to_codes(
+    latent: torch.Tensor, codebook: torch.Tensor, residual: torch.Tensor | None = None
+) -> torch.Tensor:
+    """(B, C, S, S) latents with every cell replaced by its nearest code's vector; with a
+    `residual` codebook (R, C) plus the residual code nearest what the first code left."""
+    return code_latents_of(*code_indices(latent, codebook, residual), codebook, residual)
+
+
+def code_indices(
+    latent: torch.Tensor, codebook: torch.Tensor, residual: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(B, C, S, S) latents -> each cell's nearest code (B, S, S) and, with a `residual`
+    codebook, the residual code nearest what that code left (RQ-VAE's second stage)."""
+    first = nearest_codes(latent, codebook)
+    if residual is None:
+        return first, None
+    return first, nearest_codes(latent - code_latents(first, codebook), residual)
+
+
+def code_latents_of(
+    first: torch.Tensor,
+    rest: torch.Tensor | None,
+    codebook: torch.Tensor,
+    residual: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """`code_indices`' inverse: the latents (B, C, S, S) the codes (and residual codes) make."""
+    latent = code_latents(first, codebook)
+    if rest is None or residual is None:
+        return latent
+    return latent + code_latents(rest, residual)
 
 
 def fit_codebook(
@@ -68,9 +95,12 @@ def _kmeans_plus_plus(cells: torch.Tensor, codes: int, gen: torch.Generator) -> 
     return torch.cat(centres)
 
 
-def quantization_error(latents: torch.Tensor, codebook: torch.Tensor) -> float:
-    """Mean squared error per latent element of replacing every cell by its nearest code."""
-    return float((snap_to_codes(latents, codebook) - latents.float()).pow(2).mean())
+def quantization_error(
+    latents: torch.Tensor, codebook: torch.Tensor, residual: torch.Tensor | None = None
+) -> float:
+    """Mean squared error per latent element of replacing every cell by its nearest code
+    (and residual code)."""
+    return float((snap_to_codes(latents, codebook, residual) - latents.float()).pow(2).mean())
 
 
 class CodeDraws:

@@ -27,7 +27,7 @@ from engine.model.conv_world import (
     sample_frame,
     walk_flow,
 )
-from engine.model.latent_codes import CodeDraws, snap_to_codes
+from engine.model.latent_codes import CodeDraws
 from engine.model.view_memory import ViewMemory
 from engine.spec import PITCH_CELLS_PER_RADIAN, PITCH_LIMIT
 
@@ -138,10 +138,9 @@ class ConvRollout:
         self._remember(z, audio, frame)
 
     def _as_codes(self, z: torch.Tensor) -> torch.Tensor:
-        """A latent as a code model's history holds it: each cell its nearest code's vector."""
-        codebook: torch.Tensor = self.model.codebook  # type: ignore[assignment]
-        cells = z.reshape(1, -1, *z.shape[-2:])
-        return snap_to_codes(cells, codebook)
+        """A latent as a code model's history holds it: each cell its nearest code's vector
+        (plus its residual code's)."""
+        return self.model.snap(z.reshape(1, -1, *z.shape[-2:]))
 
     def _track_camera(self, dx: float, dy: float) -> None:
         """Where the camera now looks: the view memory's position and the horizon's row

@@ -261,6 +261,17 @@ def main(argv: list[str] | None = None) -> int:
         help="conv: a code model with a codebook of this size (an --init regressor gets heads)",
     )
     parser.add_argument(
+        "--residual-codes",
+        type=int,
+        default=None,
+        help="conv: a second, residual code per cell from a codebook of this size (code models)",
+    )
+    parser.add_argument(
+        "--residual-only",
+        action="store_true",
+        help="conv: train a residual code model's second head alone (the rest frozen)",
+    )
+    parser.add_argument(
         "--code-temperature",
         type=float,
         default=None,
@@ -500,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
                         "width": args.width,
                         "width_low": args.width_low,
                         "codes": args.codes,
+                        "residual_codes": args.residual_codes,
                         "code_temperature": args.code_temperature,
                         "audio_history": args.audio_history,
                         "audio_sample": args.audio_sample,
@@ -526,6 +538,7 @@ def main(argv: list[str] | None = None) -> int:
             "onset_weight": args.onset_weight,
             "onset_frames": args.onset_frames,
             "audio_only": args.audio_only,
+            "residual_only": args.residual_only,
             "audio_drop_share": args.audio_drop_share,
             "threads": args.threads,
         }

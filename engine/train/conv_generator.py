@@ -20,7 +20,9 @@ their nearest codes (a codebook fitted by k-means on the data when the model has
 predicted cell is scored by cross-entropy against the true cell's code (plus the regression
 loss its logits start from), and the chain goes on from codes drawn as at run time, with no
 gradient through the draw. `--init` with a regressor gives it code heads that start as "the
-code nearest the regression".
+code nearest the regression". `--residual-codes R` gives a code model a second code per cell
+(a residual codebook fitted on what the first codes leave), scored by cross-entropy given
+the true first code; `--residual-only` trains that head alone.
 
 Tokenizers and opening keyframes are frozen (copied from `weights`); the run resumes from
 `out/state.pt` and writes a complete weights folder `out/weights/` at every checkpoint.
@@ -45,7 +47,13 @@ from engine.model.conv_world import (
     guided_rows,
     sample_frame,
 )
-from engine.model.latent_codes import code_latents, fit_codebook, nearest_codes
+from engine.model.latent_codes import (
+    code_indices,
+    code_latents,
+    code_latents_of,
+    fit_codebook,
+    snap_to_codes,
+)
 from engine.model.world_loader import load_world_model
 
 from .bank import LatentBank
@@ -104,6 +112,7 @@ class ConvTrainConfig:
     onset_weight: float = 1.0
     onset_frames: int = 40
     audio_only: bool = False  # train the sound head alone (the picture frozen; no Error Bank)
+    residual_only: bool = False  # train a residual code model's second head alone
     # share of windows whose chain starts having heard nothing (its sound history zeros): the
     # sound head must then tell rain or fire from the picture and the sentences, as it must
     # in a long session once its own washed-out sounds are all it has heard
@@ -212,6 +221,7 @@ class StepLosses:
     adversarial: torch.Tensor | None = None
     pairs: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None
     codes: torch.Tensor | None = None  # a code model's cross-entropy
+    residual: torch.Tensor | None = None  # a residual code model's second cross-entropy
 
 
 def unrolled_loss(
@@ -245,7 +255,7 @@ def unrolled_loss(
     if cfg.audio_drop_share > 0:
         deaf = torch.rand(b, generator=gen).to(dev) < cfg.audio_drop_share
         prev_audio = torch.where(deaf[:, None, None], torch.zeros_like(prev_audio), prev_audio)
-    video_loss = audio_loss = code_loss = torch.zeros((), device=dev)
+    video_loss = audio_loss = code_loss = residual_loss = torch.zeros((), device=dev)
     predictions = []
     for r in range(cfg.unroll):
         t = k + r
@@ -261,18 +271,38 @@ def unrolled_loss(
         predictions.append(z)
         if p.logits is not None:  # a code model goes on from the codes it draws
             code_loss = code_loss + weighted_code_loss(p.logits, w["codes"][:, t], governed, cfg)
+            if model.config.residual_codes:  # the second code, given the true first
+                assert p.features is not None
+                first = code_latents(w["codes"][:, t], model.codebook)  # type: ignore[arg-type]
+                rest = model.residual_logits(p.video, p.features, first)
+                residual_loss = residual_loss + weighted_code_loss(
+                    rest, w["residual"][:, t], governed, cfg
+                )
             with torch.no_grad():
                 z = model.draw_codes(p.logits, gen)
+                if model.config.residual_codes:
+                    z = model.draw_residual(p, z, gen)
         ctx = torch.cat([ctx[:, 1:], z[:, None]], dim=1)
         valid = torch.cat([valid[:, 1:], torch.ones(b, 1, dtype=torch.bool, device=dev)], dim=1)
         prev_audio = torch.cat([prev_audio[:, 1:], a[:, None]], dim=1)
     video_loss, audio_loss = video_loss / cfg.unroll, audio_loss / cfg.unroll
-    code_loss = code_loss / cfg.unroll
+    code_loss, residual_loss = code_loss / cfg.unroll, residual_loss / cfg.unroll
     if cfg.audio_only:
         return StepLosses(audio_loss, video_loss.detach(), audio_loss, codes=code_loss.detach())
-    loss = video_loss + cfg.audio_weight * audio_loss + cfg.code_weight * code_loss
+    if cfg.residual_only:
+        return StepLosses(
+            residual_loss,
+            video_loss.detach(),
+            audio_loss.detach(),
+            None,
+            None,
+            code_loss.detach(),
+            residual_loss,
+        )
+    loss = video_loss + cfg.audio_weight * audio_loss
+    loss = loss + cfg.code_weight * (code_loss + residual_loss)
     if critic is None:
-        return StepLosses(loss, video_loss, audio_loss, codes=code_loss)
+        return StepLosses(loss, video_loss, audio_loss, codes=code_loss, residual=residual_loss)
     steps = slice(k, k + cfg.unroll)
     pairs = (
         w["video"][:, k - 1 : k - 1 + cfg.unroll].flatten(0, 1),
@@ -389,7 +419,7 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
         if wanted.codes and not model.config.codes:
             model = with_code_heads(model, wanted.codes)
         return with_sound_head(
-            with_camera_warp(model, wanted.camera_warp),
+            with_camera_warp(with_residual_head(model, wanted.residual_codes), wanted.camera_warp),
             wanted.audio_history,
             wanted.audio_sample,
             wanted.audio_flow_steps,
@@ -404,7 +434,9 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
             and model.config.codes == wanted.codes
         ):
             return with_sound_head(
-                with_camera_warp(model, wanted.camera_warp),
+                with_camera_warp(
+                    with_residual_head(model, wanted.residual_codes), wanted.camera_warp
+                ),
                 wanted.audio_history,
                 wanted.audio_sample,
                 wanted.audio_flow_steps,
@@ -429,6 +461,20 @@ def with_code_heads(model: ConvWorldModel, codes: int) -> ConvWorldModel:
     missing, unexpected = coded.load_state_dict(model.state_dict(), strict=False)
     assert not unexpected and all(n.startswith(("code", "codebook")) for n in missing), missing
     return coded
+
+
+def with_residual_head(model: ConvWorldModel, residual: int) -> ConvWorldModel:
+    """A code model with a residual second code per cell (`residual` > 0 and none yet): the
+    same weights, a residual head that starts at "the residual nearest what the regression
+    leaves" and an empty residual codebook (fitted on the data before training)."""
+    if not residual or model.config.residual_codes:
+        return model
+    if not model.config.codes:
+        raise ValueError("a residual code stage goes on a code model (--codes)")
+    grown = ConvWorldModel(dataclasses.replace(model.config, residual_codes=residual))
+    missing, unexpected = grown.load_state_dict(model.state_dict(), strict=False)
+    assert not unexpected and all(n.startswith("residual") for n in missing), missing
+    return grown
 
 
 def with_sound_head(
@@ -491,21 +537,30 @@ def quantize_bank(
     bank: LatentBank,
     samples: int = 400_000,
     gen: torch.Generator | None = None,
-) -> torch.Tensor:
-    """A code model's data: fit its codebook on `samples` of the bank's latent cells if it has
-    none, replace the bank's latents by their nearest codes, and return every frame's codes
-    (N, S, S)."""
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A code model's data: fit its codebook (and a residual model's residual codebook, on
+    what the first codes leave) on `samples` of the bank's latent cells where it has none,
+    replace the bank's latents by their codes, and return every frame's codes (N, S, S) and
+    residual codes (N, S, S; None without a residual stage)."""
     codebook: torch.Tensor = model.codebook  # type: ignore[assignment]
+    c = bank.video.shape[1]
+    cells = bank.video.permute(0, 2, 3, 1).reshape(-1, c)
+    pick = torch.randint(len(cells), (min(samples, len(cells)),), generator=gen)
+    sample = cells[pick.to(cells.device)].cpu().float()
     if not codebook.abs().sum():
-        c = bank.video.shape[1]
-        cells = bank.video.permute(0, 2, 3, 1).reshape(-1, c)
-        pick = torch.randint(len(cells), (min(samples, len(cells)),), generator=gen)
-        codebook.copy_(fit_codebook(cells[pick.to(cells.device)].cpu(), len(codebook)))
-    indices = torch.cat(
-        [nearest_codes(bank.video[i : i + 512], codebook) for i in range(0, len(bank.video), 512)]
-    )
-    bank.video = code_latents(indices, codebook).to(bank.video.dtype)
-    return indices
+        codebook.copy_(fit_codebook(sample, len(codebook)))
+    residual = model.residual_book
+    if residual is not None and not residual.abs().sum():
+        first = snap_to_codes(sample[:, :, None, None], codebook.cpu().float())[:, :, 0, 0]
+        residual.copy_(fit_codebook(sample - first, len(residual)))
+    parts = [
+        code_indices(bank.video[i : i + 512], codebook, residual)
+        for i in range(0, len(bank.video), 512)
+    ]
+    indices = torch.cat([first for first, _ in parts])
+    rest = None if residual is None else torch.cat([r for _, r in parts if r is not None])
+    bank.video = code_latents_of(indices, rest, codebook, residual).to(bank.video.dtype)
+    return indices, rest
 
 
 def adversarial_parts(
@@ -568,19 +623,25 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
     model = initial_model(cfg)
     bank = LatentBank.build(episodes, table, device, model.config.image_dim)
     model = model.to(device).train()
-    if cfg.audio_only:
+    if cfg.audio_only or cfg.residual_only:
+        flag, what = ("--audio-only", "sound")
+        if cfg.residual_only:
+            flag, what = ("--residual-only", "residual")
         if cfg.bank_share > 0 or cfg.adv_weight > 0:
-            raise ValueError("--audio-only trains the sound head alone: no Error Bank, no critic")
+            raise ValueError(f"{flag} trains the {what} head alone: no Error Bank, no critic")
+        if cfg.residual_only and not model.config.residual_codes:
+            raise ValueError("--residual-only needs a residual code model (--residual-codes)")
+        head = ("audio_head", "sound_flow") if cfg.audio_only else ("residual",)
         for name, param in model.named_parameters():
-            param.requires_grad_(name.startswith(("audio_head", "sound_flow")))
+            param.requires_grad_(name.startswith(head))
     trained = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(trained, lr=cfg.lr, weight_decay=0.01, betas=(0.9, 0.95))
     critic, critic_opt, adversary = adversarial_parts(cfg, model, device)
     state = out / "state.pt"
     step, spent = resume(state, model=model, opt=opt, **adversary)
-    codes = None  # a code model's targets: every data frame's codes (N, S, S)
+    codes = residual = None  # a code model's targets: every data frame's codes (N, S, S)
     if model.config.codes:  # after resuming: a resumed codebook is kept, not refitted
-        codes = quantize_bank(model, bank, gen=torch.Generator().manual_seed(cfg.seed))
+        codes, residual = quantize_bank(model, bank, gen=torch.Generator().manual_seed(cfg.seed))
     c, s, a = model.config.latent_channels, model.config.latent_size, model.config.audio_dim
     errors = ErrorHistories.empty(model.config.context, c, s, a, device)
     if state.exists() and "errors" in (saved := torch.load(state, weights_only=True)):
@@ -619,8 +680,11 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
             bad_a = torch.cat([errors.audio[pick][:1].expand(pad, -1, -1) * 0, errors.audio[pick]])
             history = (bad_v.to(device), bad_a.to(device), rows)
         w = conv_windows(bank, starts, window)
+        frames = starts[:, None] + torch.arange(window, device=device)
         if codes is not None:
-            w["codes"] = codes[starts[:, None] + torch.arange(window, device=device)]
+            w["codes"] = codes[frames]
+        if residual is not None:
+            w["residual"] = residual[frames]
         loss_of = denoise_loss if model.config.denoise else unrolled_loss
         losses = loss_of(model, w, cfg, gen, history, critic)
         if step >= cfg.critic_warmup or critic is None:
@@ -628,6 +692,8 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
         figures = {"video": losses.video.item(), "audio": losses.audio.item()}
         if codes is not None and losses.codes is not None:
             figures["codes"] = losses.codes.item()
+        if residual is not None and losses.residual is not None:
+            figures["residual"] = losses.residual.item()
         if critic is not None and losses.pairs is not None:
             assert critic_opt is not None and losses.adversarial is not None
             d_loss, relativistic = critic_loss(critic, *losses.pairs, gamma=cfg.adv_gamma)
@@ -650,6 +716,7 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
             )
             shown = ("video", "audio") + (("generator_adv", "critic") if critic else ())
             shown += ("codes",) if codes is not None else ()
+            shown += ("residual",) if residual is not None else ()
             line_plot(out / "loss.png", log.series(*shown), "conv world: unrolled loss")
             write_weights(cfg, out, world=model, step=step)
             if critic is not None:

@@ -690,6 +690,82 @@ def test_a_code_model_plays_from_its_seed_with_a_history_of_codes():
     assert torch.equal(seen, code_latents(nearest_codes(seen, model.codebook), model.codebook))
 
 
+def residual(model: ConvWorldModel, codes: int = 16) -> ConvWorldModel:
+    from engine.train.conv_generator import with_residual_head
+
+    out = with_residual_head(model, codes)
+    with torch.no_grad():
+        gen = torch.Generator().manual_seed(2)
+        out.residual_codebook.copy_(0.3 * torch.randn(codes, 8, generator=gen))
+    return out
+
+
+def test_a_residual_stage_starts_at_the_residual_nearest_what_the_first_code_leaves():
+    from engine.model.latent_codes import code_indices, code_latents, nearest_codes
+
+    model = residual(coded(small()))
+    model.config.code_temperature = 0.0
+    ctx = torch.randn(2, 3, 8, 16, 16)
+    valid = torch.ones(2, 3, dtype=torch.bool)
+    p = model.predict(ctx, valid, torch.zeros(2, 32), conditioning())
+    assert p.logits is not None and p.features is not None
+    first = model.draw_codes(p.logits)
+    both = model.draw_residual(p, first)
+    rest = nearest_codes(p.video - first, model.residual_codebook)
+    assert torch.equal(both, first + code_latents(rest, model.residual_codebook))
+    z = torch.randn(2, 8, 16, 16)
+    snapped = model.snap(z)  # the history's snap: both stages, and closer than one
+    firsts, rests = code_indices(z, model.codebook, model.residual_codebook)
+    assert rests is not None and torch.equal(nearest_codes(snapped, model.codebook), firsts)
+    one = code_latents(firsts, model.codebook)
+    assert (snapped - z).pow(2).mean() < (one - z).pow(2).mean()
+    from engine.train.conv_generator import with_residual_head
+
+    with pytest.raises(ValueError, match="code model"):
+        with_residual_head(small(), 16)
+
+
+def test_residual_training_fits_its_codebook_and_moves_the_second_head_alone(tmp_path, training):
+    from engine.model.latent_codes import quantization_error
+
+    conv, base = training
+    codes = ConvWorldConfig(width=16, width_low=16, context=3, codes=8)
+    first_run = conv.train_conv(tiny_config(base, tmp_path / "one", 2, codes))
+    first = load_world_model(first_run / "world.pt")
+    cfg = tiny_config(
+        base,
+        tmp_path / "two",
+        steps=3,
+        model=dataclasses.replace(codes, residual_codes=8),
+        init=str(tmp_path / "one" / "weights" / "world.pt"),
+        residual_only=True,
+        lr=1e-2,
+    )
+    tuned = load_world_model(conv.train_conv(cfg) / "world.pt")
+    assert isinstance(tuned, ConvWorldModel) and tuned.config.residual_codes == 8
+    book = tuned.residual_codebook.float()
+    assert book.abs().sum() > 0 and torch.equal(tuned.codebook, first.codebook)
+    old, new = first.state_dict(), tuned.state_dict()
+    moved = {k for k in new if k not in old or not torch.equal(new[k], old[k])}
+    assert moved and all(k.startswith("residual") for k in moved), moved
+    assert "residual" in (tmp_path / "two" / "loss.jsonl").read_text()
+    cells = torch.randn(4, 8, 16, 16)
+    fitted = first.codebook.float()
+    assert quantization_error(cells, fitted, book) < quantization_error(cells, fitted)
+    roll = ConvRollout(tuned.float().eval(), theme=0, seed=1)
+    with torch.inference_mode():
+        roll.observe(torch.randn(8, 16, 16), torch.zeros(32), np.zeros(INPUT_FEATURES), 0)
+        z, _ = roll.generate(np.zeros(INPUT_FEATURES), 1)
+    pairs = (fitted[:, None] + book[None]).reshape(-1, 8)  # every code plus every residual
+    drawn = z.permute(1, 2, 0).reshape(-1, 8)
+    gap = (drawn[:, None] - pairs[None]).abs().amax(dim=-1).min(dim=1).values
+    assert gap.max() < 1e-5  # every cell of a drawn frame is a code plus a residual code
+    with pytest.raises(ValueError, match="residual head alone"):
+        conv.train_conv(dataclasses.replace(cfg, out=str(tmp_path / "x"), bank_share=0.5))
+    with pytest.raises(ValueError, match="needs a residual"):
+        conv.train_conv(tiny_config(base, tmp_path / "y", 1, codes, residual_only=True))
+
+
 def test_the_eval_reads_a_code_models_tokenizer_ceiling_through_its_codebook():
     from engine.eval.episodes import agent_episode
     from engine.eval.run import tokenizers
