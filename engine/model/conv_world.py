@@ -105,8 +105,8 @@ class ConvWorldConfig:
     code_temperature: float = 0.7
     # > 0 (with codes): a second, residual code per cell from a codebook of this size fitted
     # on what the first code leaves (RQ-VAE style; MODEL.md v16: 0.117 -> 0.032 of the
-    # latent's variance). A 1x1 head reads the features and the drawn first code; drawn at
-    # `residual_temperature` (0 = the likeliest residual).
+    # latent's variance). A per-cell head reads the features, the drawn first code and what
+    # the cell showed (`residual_logits`); drawn at `residual_temperature` (0 = likeliest).
     residual_codes: int = 0
     residual_temperature: float = 0.0
     # how a session's code draws share their random numbers (latent_codes.CodeDraws): over
@@ -263,14 +263,18 @@ class ConvWorldModel(nn.Module):
             nn.init.zeros_(self.code_out.weight)
             nn.init.zeros_(self.code_out.bias)
         if cfg.codes and cfg.residual_codes:
-            # the same start for the residual: "the residual code nearest what the
-            # regression leaves beyond the drawn first code", plus a learnt correction
+            # starts as "the residual nearest what the regression leaves beyond the drawn
+            # first code, and where the cell keeps the code it showed, the residual it
+            # showed" (`residual_logits`), plus a learnt per-cell correction
             self.register_buffer("residual_codebook", torch.zeros(cfg.residual_codes, c))
-            self.residual_scale = nn.Parameter(torch.tensor(1.0))
-            self.residual_out = nn.Conv2d(w + c, cfg.residual_codes, 1)
-            assert self.residual_out.bias is not None
-            nn.init.zeros_(self.residual_out.weight)
-            nn.init.zeros_(self.residual_out.bias)
+            self.residual_scale = nn.Parameter(torch.tensor([1.0, 1.0]))
+            self.residual_out = nn.Sequential(
+                nn.Conv2d(w + 2 * c + 1, w, 1), nn.SiLU(), nn.Conv2d(w, cfg.residual_codes, 1)
+            )
+            last = self.residual_out[-1]
+            assert isinstance(last, nn.Conv2d) and last.bias is not None
+            nn.init.zeros_(last.weight)
+            nn.init.zeros_(last.bias)
 
     def condition(self, c: Conditioning) -> torch.Tensor:
         """(B, cond_dim) conditioning vector."""
@@ -414,16 +418,23 @@ class ConvWorldModel(nn.Module):
         codebook: torch.Tensor = self.codebook  # type: ignore[assignment]
         return snap_to_codes(latent, codebook, self.residual_book)
 
-    def residual_logits(
-        self, video: torch.Tensor, features: torch.Tensor, first: torch.Tensor
-    ) -> torch.Tensor:
+    def residual_logits(self, p: Prediction, first: torch.Tensor) -> torch.Tensor:
         """(B, R, S, S) logits of each cell's residual code given its first code's latent
-        `first` (B, C, S, S): nearness to what the regression leaves beyond it, plus a
-        correction read from the features and the first code."""
+        `first` (B, C, S, S): nearness to what the regression leaves beyond it, plus, where
+        the cell keeps the first code it showed (the newest history frame, moved), nearness
+        to the residual it showed (a patch that stays keeps its detail), plus a correction
+        read from the features, the first code and what the cell showed."""
         book = self.residual_book
         assert book is not None, "residual_logits needs a residual code model"
-        near = _nearness(video - first, book)
-        return self.residual_scale * near + self.residual_out(torch.cat([features, first], 1))
+        assert p.features is not None and p.newest is not None
+        codebook: torch.Tensor = self.codebook  # type: ignore[assignment]
+        shown = code_latents(nearest_codes(p.newest, codebook), codebook)
+        kept = (first == shown).all(dim=1, keepdim=True).to(first.dtype)
+        shown_rest = p.newest - first
+        near = self.residual_scale[0] * _nearness(p.video - first, book)
+        near = near + self.residual_scale[1] * kept * _nearness(shown_rest, book)
+        read = torch.cat([p.features, first, shown_rest * kept, kept], dim=1)
+        return near + self.residual_out(read)
 
     def draw_residual(
         self,
@@ -435,8 +446,8 @@ class ConvWorldModel(nn.Module):
         """The first codes' latents (B, C, S, S) plus a residual code per cell drawn at
         `residual_temperature`; `keep` (B, R, S, S) is added to the logits first."""
         book = self.residual_book
-        assert book is not None and p.features is not None
-        logits = self.residual_logits(p.video, p.features, first)
+        assert book is not None
+        logits = self.residual_logits(p, first)
         if keep is not None:
             logits = logits + keep
         picked = _gumbel_max(logits, self.config.residual_temperature, gen)

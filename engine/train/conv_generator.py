@@ -272,9 +272,8 @@ def unrolled_loss(
         if p.logits is not None:  # a code model goes on from the codes it draws
             code_loss = code_loss + weighted_code_loss(p.logits, w["codes"][:, t], governed, cfg)
             if model.config.residual_codes:  # the second code, given the true first
-                assert p.features is not None
                 first = code_latents(w["codes"][:, t], model.codebook)  # type: ignore[arg-type]
-                rest = model.residual_logits(p.video, p.features, first)
+                rest = model.residual_logits(p, first)
                 residual_loss = residual_loss + weighted_code_loss(
                     rest, w["residual"][:, t], governed, cfg
                 )

@@ -701,24 +701,31 @@ def residual(model: ConvWorldModel, codes: int = 16) -> ConvWorldModel:
 
 
 def test_a_residual_stage_starts_at_the_residual_nearest_what_the_first_code_leaves():
+    from engine.model.conv_world import Prediction
     from engine.model.latent_codes import code_indices, code_latents, nearest_codes
 
     model = residual(coded(small()))
-    model.config.code_temperature = 0.0
+    book = model.residual_codebook
+    z = torch.randn(2, 8, 16, 16)
+    shown = model.snap(z)  # the history's snap: both stages, and closer than one
+    firsts, rests = code_indices(z, model.codebook, book)
+    assert rests is not None and torch.equal(nearest_codes(shown, model.codebook), firsts)
+    one = code_latents(firsts, model.codebook)
+    assert (shown - z).pow(2).mean() < (one - z).pow(2).mean()
+    features = torch.randn(2, 16, 16, 16)
+    p = Prediction(shown, torch.zeros(2, 32), features=features, newest=shown)
+    first = code_latents(nearest_codes(shown, model.codebook), model.codebook)
+    assert torch.equal(model.draw_residual(p, first), model.snap(shown))  # a kept patch
+    other = torch.roll(first, 1, dims=-1)  # first codes that mostly differ from the shown
+    moved = (other != first).any(dim=1)
+    drawn = model.draw_residual(p, other)
+    rest = other + code_latents(nearest_codes(shown - other, book), book)
+    assert moved.float().mean() > 0.5
+    assert torch.equal(drawn.permute(0, 2, 3, 1)[moved], rest.permute(0, 2, 3, 1)[moved])
     ctx = torch.randn(2, 3, 8, 16, 16)
     valid = torch.ones(2, 3, dtype=torch.bool)
-    p = model.predict(ctx, valid, torch.zeros(2, 32), conditioning())
-    assert p.logits is not None and p.features is not None
-    first = model.draw_codes(p.logits)
-    both = model.draw_residual(p, first)
-    rest = nearest_codes(p.video - first, model.residual_codebook)
-    assert torch.equal(both, first + code_latents(rest, model.residual_codebook))
-    z = torch.randn(2, 8, 16, 16)
-    snapped = model.snap(z)  # the history's snap: both stages, and closer than one
-    firsts, rests = code_indices(z, model.codebook, model.residual_codebook)
-    assert rests is not None and torch.equal(nearest_codes(snapped, model.codebook), firsts)
-    one = code_latents(firsts, model.codebook)
-    assert (snapped - z).pow(2).mean() < (one - z).pow(2).mean()
+    played = model.predict(ctx, valid, torch.zeros(2, 32), conditioning())
+    assert played.features is not None and played.features.shape == (2, 16, 16, 16)
     from engine.train.conv_generator import with_residual_head
 
     with pytest.raises(ValueError, match="code model"):
