@@ -109,6 +109,9 @@ class ConvWorldConfig:
     # the cell showed (`residual_logits`); drawn at `residual_temperature` (0 = likeliest).
     residual_codes: int = 0
     residual_temperature: float = 0.0
+    # the residual as the softmax's expected residual code vector instead of one drawn code:
+    # an unsure head then adds little rather than a confident wrong detail. Run-time
+    residual_mean: bool = False
     # how a session's code draws share their random numbers (latent_codes.CodeDraws): over
     # `code_noise_blur` cells and from frame to frame with correlation `code_noise_memory`;
     # 0 and 0 = independent per cell and frame, as in training. Run-time knobs, not trained.
@@ -444,12 +447,15 @@ class ConvWorldModel(nn.Module):
         keep: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """The first codes' latents (B, C, S, S) plus a residual code per cell drawn at
-        `residual_temperature`; `keep` (B, R, S, S) is added to the logits first."""
+        `residual_temperature` (or with `residual_mean` the expected residual code vector);
+        `keep` (B, R, S, S) is added to the logits first."""
         book = self.residual_book
         assert book is not None
         logits = self.residual_logits(p, first)
         if keep is not None:
             logits = logits + keep
+        if self.config.residual_mean:
+            return first + torch.einsum("bkhw,kc->bchw", logits.softmax(dim=1), book.to(first))
         picked = _gumbel_max(logits, self.config.residual_temperature, gen)
         return first + code_latents(picked, book)
 

@@ -267,6 +267,18 @@ def main(argv: list[str] | None = None) -> int:
         help="conv: a second, residual code per cell from a codebook of this size (code models)",
     )
     parser.add_argument(
+        "--residual-temperature",
+        type=float,
+        default=None,
+        help="code-draws: a residual code model's second-code temperature (0 = likeliest)",
+    )
+    parser.add_argument(
+        "--residual-mean",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="code-draws: the expected residual code vector instead of a drawn code",
+    )
+    parser.add_argument(
         "--residual-only",
         action="store_true",
         help="conv: train a residual code model's second head alone (the rest frozen)",
@@ -400,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.code_noise_blur,
                 args.code_noise_memory,
                 args.code_keep,
+                args.residual_temperature,
+                args.residual_mean,
             )
         except ValueError as err:
             parser.error(str(err))

@@ -101,11 +101,15 @@ def set_code_draws(
     blur: float | None = None,
     memory: float | None = None,
     keep: float | None = None,
+    residual_temperature: float | None = None,
+    residual_mean: bool | None = None,
 ) -> Path:
     """Set a code model's run-time draws: the temperature (0 = always the likeliest code), how
     its random numbers are shared across cells (`blur`) and frames (`memory`, in [0, 1)),
     see latent_codes.CodeDraws, and the nats `keep` added to each cell's code as shown
-    (conv_world.kept_logits). Settings left None keep their value."""
+    (conv_world.kept_logits); for a residual code model its second code's temperature or
+    whether it is the expected residual (`residual_mean`). Settings left None keep their
+    value."""
     if temperature is not None and temperature < 0:
         raise ValueError("the code temperature must be >= 0")
     if blur is not None and blur < 0:
@@ -114,20 +118,26 @@ def set_code_draws(
         raise ValueError("the code noise memory must be in [0, 1)")
     if keep is not None and keep < 0:
         raise ValueError("the code keep must be >= 0 nats")
+    if residual_temperature is not None and residual_temperature < 0:
+        raise ValueError("the residual temperature must be >= 0")
     given = {
         "code_temperature": temperature,
         "code_noise_blur": blur,
         "code_noise_memory": memory,
         "code_keep": keep,
+        "residual_temperature": residual_temperature,
     }
-    values = {k: float(v) for k, v in given.items() if v is not None}
+    values: dict[str, float | bool] = {k: float(v) for k, v in given.items() if v is not None}
+    if residual_mean is not None:
+        values["residual_mean"] = residual_mean
     if not values:
         raise ValueError("nothing to set: give a temperature, a blur, a memory or a keep")
-    return _set_config(
-        weights,
-        values,
-        needs=(lambda c: bool(c.get("codes")), "code model (code draws are for one)"),
-    )
+    residual = residual_temperature is not None or residual_mean is not None
+    if residual:
+        needs = (lambda c: bool(c.get("residual_codes")), "residual code model")
+    else:
+        needs = (lambda c: bool(c.get("codes")), "code model (code draws are for one)")
+    return _set_config(weights, values, needs=needs)
 
 
 def set_camera_warp(

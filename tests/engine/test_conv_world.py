@@ -722,6 +722,9 @@ def test_a_residual_stage_starts_at_the_residual_nearest_what_the_first_code_lea
     rest = other + code_latents(nearest_codes(shown - other, book), book)
     assert moved.float().mean() > 0.5
     assert torch.equal(drawn.permute(0, 2, 3, 1)[moved], rest.permute(0, 2, 3, 1)[moved])
+    model.config.residual_mean = True  # the expected residual: between the codes, not one
+    mean = model.draw_residual(p, other) - other
+    assert mean.abs().max() < book.abs().max() and not torch.equal(mean + other, drawn)
     ctx = torch.randn(2, 3, 8, 16, 16)
     valid = torch.ones(2, 3, dtype=torch.bool)
     played = model.predict(ctx, valid, torch.zeros(2, 32), conditioning())
@@ -813,6 +816,15 @@ def test_code_draws_are_set_on_code_models_only(tmp_path):
     for bad in ({"temperature": -1.0}, {"blur": -0.5}, {"memory": 1.0}, {}):
         with pytest.raises(ValueError):
             set_code_draws(tmp_path, **bad)
+    save_checkpoint(tmp_path / "world.pt", coded(small()), half=True)
+    with pytest.raises(ValueError, match="no residual code model"):
+        set_code_draws(tmp_path, residual_mean=True)
+    save_checkpoint(tmp_path / "world.pt", residual(coded(small())), half=True)
+    set_code_draws(tmp_path, residual_temperature=0.2, residual_mean=True)
+    cfg = load_world_model(tmp_path / "world.pt").config
+    assert (cfg.residual_temperature, cfg.residual_mean) == (0.2, True)
+    with pytest.raises(ValueError):
+        set_code_draws(tmp_path, residual_temperature=-0.1)
 
 
 def test_correlated_code_draws_keep_gumbel_marginals_and_share_luck():
