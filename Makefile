@@ -29,7 +29,7 @@ install-dev: $(TEST_STAMP)
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput -v 0
-	$(BIN)/python manage.py seed_demo
+	$(BIN)/python manage.py seed_demo --site-url http://$(HOST):$(PORT)
 	@echo "Serving Worldsite on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"
 	$(BIN)/daphne -b $(HOST) -p $(PORT) worldsite.asgi:application
 

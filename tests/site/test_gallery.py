@@ -72,3 +72,22 @@ def test_thumbnail_replaces_the_placeholder(client, worlds):
     worlds["frost"].save()
     response = client.get(reverse("gallery:world_list"), {"q": "frost"})
     assert b'src="/media/worlds/thumbnails/frost.png"' in response.content
+
+
+def test_the_demo_admin_is_told_the_login_link_of_the_site_it_was_seeded_for(monkeypatch):
+    """`make run` may serve on another port (PORT=8011): the one-time password message must
+    point there, and a second seeding says the account exists at the same link."""
+    import io
+
+    from django.contrib.auth import get_user_model
+
+    from gallery.management.commands.seed_demo import Command
+
+    monkeypatch.delenv("WORLDSITE_ADMIN_PASSWORD", raising=False)
+    out = io.StringIO()
+    Command(stdout=out)._seed_admin("http://127.0.0.1:8011/admin/")
+    assert "Log in at http://127.0.0.1:8011/admin/" in out.getvalue()
+    assert get_user_model().objects.filter(username="admin", is_superuser=True).exists()
+    again = io.StringIO()
+    Command(stdout=again)._seed_admin("http://127.0.0.1:8011/admin/")
+    assert "already exists" in again.getvalue() and "8011/admin/" in again.getvalue()

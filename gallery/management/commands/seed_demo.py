@@ -72,6 +72,13 @@ DEMO_WORLDS = [
 class Command(BaseCommand):
     help = "Create the demo worlds and an admin account (idempotent)."
 
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--site-url",
+            default="http://127.0.0.1:8000",
+            help="where the site is served, for the admin login link (make run passes its own)",
+        )
+
     def handle(self, *args, **options) -> None:
         if World.objects.filter(slug__in=[w["slug"] for w in DEMO_WORLDS]).count() < len(
             DEMO_WORLDS
@@ -86,7 +93,7 @@ class Command(BaseCommand):
         failed = World.objects.filter(media_status="failed").values_list("title", "media_error")
         for title, error in failed:
             self.stdout.write(self.style.WARNING(f"No gallery picture for {title}: {error}"))
-        self._seed_admin()
+        self._seed_admin(options["site_url"].rstrip("/") + "/admin/")
 
     def _seed_worlds(self) -> int:
         created = 0
@@ -112,13 +119,13 @@ class Command(BaseCommand):
                 world.tags.add(tag)
         return created
 
-    def _seed_admin(self) -> None:
+    def _seed_admin(self, login_url: str) -> None:
         user_model = get_user_model()
         username = os.environ.get("WORLDSITE_ADMIN_USERNAME", "admin")
         if user_model.objects.filter(username=username).exists():
             self.stdout.write(
                 f"Admin account '{username}' already exists. Log in at "
-                f"http://127.0.0.1:8000/admin/ (forgot it? `.venv/bin/python manage.py "
+                f"{login_url} (forgot it? `.venv/bin/python manage.py "
                 f"changepassword {username}`)."
             )
             return
@@ -134,6 +141,6 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"Created admin account '{username}' with {shown}. "
-                "Log in at http://127.0.0.1:8000/admin/ — this is shown only once."
+                f"Log in at {login_url} — this is shown only once."
             )
         )
