@@ -37,6 +37,7 @@ from engine.spec import (
 from .inputs import CAMERA_SCALE, KEY_ORDER, PITCH_FEATURE, YAW_FEATURE
 from .latent_codes import (
     CodeDraws,
+    code_indices,
     code_latents,
     gumbel_from_uniform,
     nearest_codes,
@@ -705,9 +706,10 @@ def kept_residual(
     codebook: torch.Tensor = model.codebook  # type: ignore[assignment]
     book = model.residual_book
     assert book is not None
-    shown_first = code_latents(nearest_codes(p.newest, codebook), codebook)
-    shown = nearest_codes(p.newest - shown_first, book)[:, None]
-    same = (first == shown_first).all(dim=1, keepdim=True)
+    shown_first, shown_rest = code_indices(p.newest, codebook, book)
+    assert shown_rest is not None
+    shown = shown_rest[:, None]
+    same = (first == code_latents(shown_first, codebook)).all(dim=1, keepdim=True)
     gain = _keep_gain(model, p, cond) * same
     keep = torch.zeros(first.shape[0], len(book), *first.shape[-2:], device=first.device)
     return keep.scatter_add(1, shown, gain.to(keep.dtype).contiguous())

@@ -289,15 +289,8 @@ def unrolled_loss(
     if cfg.audio_only:
         return StepLosses(audio_loss, video_loss.detach(), audio_loss, codes=code_loss.detach())
     if cfg.residual_only:
-        return StepLosses(
-            residual_loss,
-            video_loss.detach(),
-            audio_loss.detach(),
-            None,
-            None,
-            code_loss.detach(),
-            residual_loss,
-        )
+        video, audio, codes = video_loss.detach(), audio_loss.detach(), code_loss.detach()
+        return StepLosses(residual_loss, video, audio, codes=codes, residual=residual_loss)
     loss = video_loss + cfg.audio_weight * audio_loss
     loss = loss + cfg.code_weight * (code_loss + residual_loss)
     if critic is None:
@@ -623,14 +616,14 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
     bank = LatentBank.build(episodes, table, device, model.config.image_dim)
     model = model.to(device).train()
     if cfg.audio_only or cfg.residual_only:
-        flag, what = ("--audio-only", "sound")
+        head: tuple[str, ...] = ("audio_head", "sound_flow")
+        flag, what = "--audio-only", "sound"
         if cfg.residual_only:
-            flag, what = ("--residual-only", "residual")
+            flag, what, head = "--residual-only", "residual", ("residual",)
         if cfg.bank_share > 0 or cfg.adv_weight > 0:
             raise ValueError(f"{flag} trains the {what} head alone: no Error Bank, no critic")
         if cfg.residual_only and not model.config.residual_codes:
             raise ValueError("--residual-only needs a residual code model (--residual-codes)")
-        head = ("audio_head", "sound_flow") if cfg.audio_only else ("residual",)
         for name, param in model.named_parameters():
             param.requires_grad_(name.startswith(head))
     trained = [p for p in model.parameters() if p.requires_grad]
