@@ -411,6 +411,29 @@ class SimWorld:
         bob = BOB_HEIGHT * np.sin(np.pi * self.walk / STRIDE) if walking else 0.0
         return Camera(self.x, self.y, self.yaw, self.pitch, self.eye_ground + EYE_HEIGHT + bob)
 
+    def look(self, turn: float) -> np.ndarray:
+        """(H, W, 3) uint8: this moment seen from where the player stands, turned `turn`
+        radians to the right (the pitch kept). Nothing moves, no time passes and the next
+        `step` is the same as without the look (what it touches is put back)."""
+        rng_state = self.rng.bit_generator.state
+        r = self.renderer
+        last = r.last_source, r.last_cells
+        yaw, frame = self.yaw, self.frame_index
+        try:
+            self.yaw = yaw + turn
+            self.frame_index = max(frame - 1, 0)  # the frame `step` last drew (water, weather)
+            rgb, _ = self._render()
+        finally:
+            self.yaw, self.frame_index = yaw, frame
+            self.rng.bit_generator.state = rng_state
+            r.last_source, r.last_cells = last
+        return rgb
+
+    def look_around(self, views: int = 4) -> np.ndarray:
+        """(views - 1, H, W, 3): the rest of a full turn in `views` equal steps to the right
+        (with the 90-degree field of view, 4 views cover the whole turn edge to edge)."""
+        return np.stack([self.look(2 * np.pi * q / views) for q in range(1, views)])
+
     def _render(self) -> tuple[np.ndarray, set[int]]:
         strength = _LIGHT_STRENGTH[self.time_of_day]
         light = None

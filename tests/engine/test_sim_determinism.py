@@ -55,3 +55,18 @@ def test_unsupported_resolution_and_theme_are_rejected():
         WorldSpec(resolution=100)
     with pytest.raises(KeyError, match="unknown theme"):
         WorldSpec(theme="moon_base")
+
+
+def test_looking_around_shows_the_other_directions_and_changes_nothing():
+    spec = WorldSpec(seed=11, theme="desert_canyon", resolution=64)
+    plain, looked = SimWorld(spec), SimWorld(spec)
+    inputs = [FrameInputs.hold("W", "LEFT")] * 6 + [FrameInputs.hold("W")] * 6
+    for t, inp in enumerate(inputs):
+        a, b = plain.step(inp), looked.step(inp)
+        assert np.array_equal(a.rgb, b.rgb) and a.labels.tobytes() == b.labels.tobytes()
+        if t % 4 == 0:
+            assert np.array_equal(looked.look(0.0), b.rgb)  # no time passes in a look
+            around = looked.look_around()
+            assert around.shape == (3, 64, 64, 3)
+            assert not np.array_equal(around[0], around[2])
+            assert np.array_equal(looked.look(2 * np.pi), b.rgb)
