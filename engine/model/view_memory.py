@@ -34,6 +34,7 @@ class ViewMemory:
         rows = size + 2 * self.pad
         self.latent = torch.zeros(channels, rows, FULL_TURN_CELLS)
         self.seen = torch.zeros(rows, FULL_TURN_CELLS, dtype=torch.bool)
+        self.told = torch.zeros(rows, FULL_TURN_CELLS, dtype=torch.bool)  # from write_around
         self.offset = [0.0, 0.0]  # the camera shifts so far, cells (x right, y down)
 
     def move(self, dx: float, dy: float) -> None:
@@ -52,10 +53,44 @@ class ViewMemory:
     def write(self, latent: torch.Tensor) -> None:
         """The current view (C, S, S), known or just drawn, becomes what each of its
         directions looks like."""
+        self._put(latent, told=False)
+
+    def _put(self, latent: torch.Tensor, told: bool) -> None:
+        """`latent` into the current view's cells: all of them, or, for a view the session
+        was told of, only those never seen (marked as told)."""
         rows, columns, inside = self._view()
         r, c = rows[inside][:, None], columns[None, :]
-        self.latent[:, r, c] = latent.detach().float()[:, inside]
+        new = latent.detach().float()[:, inside]
+        if told:
+            fresh = ~self.seen[r, c]
+            new = torch.where(fresh, new, self.latent[:, r, c])
+            self.told[r, c] |= fresh
+        else:
+            self.told[r, c] = False
+        self.latent[:, r, c] = new
         self.seen[r, c] = True
+
+    def write_around(self, views: torch.Tensor) -> None:
+        """`views` (n, C, S, S): the rest of a full turn from the current view in n + 1 equal
+        steps to the right (`SimWorld.look_around`), seen at the same moment. They fill the
+        directions never seen yet, so a session that starts knowing its surroundings turns
+        into them instead of into the bands the network paints for the unknown."""
+        offset = list(self.offset)
+        step = FULL_TURN_CELLS / (len(views) + 1)
+        try:
+            for q, view in enumerate(views, start=1):
+                self.offset = [offset[0] - q * step, offset[1]]  # a right turn slides it left
+                self._put(view, told=True)
+        finally:
+            self.offset = offset
+
+    def forget_told(self) -> None:
+        """Forget the directions known only from `write_around`: the world was told to change
+        (a sentence, a reference picture), and they show it as it was. What the session
+        itself showed stays."""
+        self.seen &= ~self.told
+        self.latent[:, self.told] = 0.0
+        self.told.zero_()
 
     def recall(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The current view as remembered: (C, S, S) latents and an (S, S) bool of the cells

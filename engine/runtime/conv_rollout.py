@@ -81,9 +81,17 @@ class ConvRollout:
         arrival = self.frame if frame is None else frame
         self.texts.append((torch.as_tensor(embedding, dtype=torch.float32).view(-1), arrival))
         self.texts = self.texts[-MEMORY_SLOTS:]
+        self._world_changed()
 
     def set_image(self, token: torch.Tensor) -> None:
         self.image = self._image_row(token)
+        self._world_changed()
+
+    def _world_changed(self) -> None:
+        """A sentence or a picture may change the whole world: the directions the session was
+        only told of (`remember_around`) show it as it was, and a turn would bring that back."""
+        if self.views is not None:
+            self.views.forget_told()
 
     def _conditioning(self, inputs, frame: int, text) -> Conditioning:
         cfg = self.model.config
@@ -136,6 +144,16 @@ class ConvRollout:
         if self.model.config.codes:  # a code model's history is codes (it trained on no other)
             z = self._as_codes(z)
         self._remember(z, audio, frame)
+
+    def remember_around(self, latents: torch.Tensor) -> None:
+        """The rest of a full turn from the current view, (n, C, S, S) in n + 1 equal steps to
+        the right, seen at the same moment: the view memory knows those directions before
+        the camera first faces them (without a view memory there is nothing to fill)."""
+        if self.views is None:
+            return
+        if self.model.config.codes:
+            latents = self.model.snap(latents.float())
+        self.views.write_around(latents)
 
     def _as_codes(self, z: torch.Tensor) -> torch.Tensor:
         """A latent as a code model's history holds it: each cell its nearest code's vector

@@ -75,6 +75,10 @@ class LatentRollout:
             return self._zero_text
         return torch.as_tensor(text, dtype=torch.float32).view(1, -1)
 
+    def remember_around(self, latents: torch.Tensor) -> None:
+        """The views around the current one: this generator keeps no view memory."""
+        del latents
+
     def observe(
         self,
         z: torch.Tensor,

@@ -278,20 +278,18 @@ class Session:
         )
 
     @torch.inference_mode()
-    def prime(self, frames: np.ndarray, audio: np.ndarray | None = None) -> None:
+    def prime(
+        self,
+        frames: np.ndarray,
+        audio: np.ndarray | None = None,
+        around: np.ndarray | None = None,
+    ) -> None:
         """Start from known pictures (e.g. a simulator clip): (n, H, W, 3) uint8 frames and
-        optional (n, 800) int16 audio become the context, as if generated; idle inputs."""
-        frames = np.asarray(frames)
-        if frames.ndim != 4 or frames.shape[1:] != (
-            self.world.resolution,
-            self.world.resolution,
-            3,
-        ):
-            raise EventError(
-                f"prime frames must be (n, {self.world.resolution}, "
-                f"{self.world.resolution}, 3) uint8"
-            )
-        z = self.world.video_ae.encode(frames_to_tensor(frames))
+        optional (n, 800) int16 audio become the context, as if generated; idle inputs.
+        `around` (m, H, W, 3), if given, is the rest of a full turn from the last frame in
+        m + 1 equal steps to the right (`SimWorld.look_around`): the directions the session
+        knows before it first faces them."""
+        z = self.world.video_ae.encode(frames_to_tensor(self._checked_frames(frames, "prime")))
         a = (
             self.world.audio_ae.encode(int16_to_float(audio))
             if audio is not None
@@ -302,13 +300,29 @@ class Session:
                 z[i], a[i], input_features(0, 0, 0, 0, False, False), self.frame_index
             )
             self.frame_index += 1
+        if around is not None:
+            views = frames_to_tensor(self._checked_frames(around, "around"))
+            self.rollout.remember_around(self.world.video_ae.encode(views))
+
+    def _checked_frames(self, frames: np.ndarray, name: str) -> np.ndarray:
+        frames = np.asarray(frames)
+        size = self.world.resolution
+        if frames.ndim != 4 or frames.shape[1:] != (size, size, 3):
+            raise EventError(f"{name} frames must be (n, {size}, {size}, 3) uint8")
+        return frames
 
     @torch.inference_mode()
-    def open_from(self, video: torch.Tensor, audio: torch.Tensor) -> None:
-        """Known latents (n, C, S, S) and (n, A) become the history before frame 0."""
+    def open_from(
+        self, video: torch.Tensor, audio: torch.Tensor, around: torch.Tensor | None = None
+    ) -> None:
+        """Known latents (n, C, S, S) and (n, A) become the history before frame 0; `around`
+        (m, C, S, S), the rest of a full turn from the last of them (`Session.prime`), what
+        the session knows of the directions it has not faced yet."""
         idle = input_features(0, 0, 0, 0, False, False)
         for i in range(len(video)):
             self.rollout.observe(video[i], audio[i], idle, i - len(video))
+        if around is not None:
+            self.rollout.remember_around(around)
 
     def close(self) -> None:
         self.closed = True

@@ -20,14 +20,17 @@ from engine.spec import THEME_NAMES
 def build_openings(
     video_ae: VideoAE, audio_ae: AudioAE, context: int, per_theme: int = 8, resolution: int = 128
 ) -> Openings:
-    """Render `per_theme` spawn points of every theme (idle player) and encode them."""
-    video, audio = {}, {}
+    """Render `per_theme` spawn points of every theme (idle player) and encode them, with the
+    other three quarters of a full turn seen from where each ends."""
+    video, audio, around = {}, {}, {}
     for t, theme in enumerate(THEME_NAMES):
-        zs, als = [], []
+        zs, als, views = [], [], []
         for k in range(per_theme):
             world = SimWorld(WorldSpec(OPENING_SEED_BASE + 100 * t + k, theme, resolution))
             steps = [world.step(FrameInputs()) for _ in range(context)]
             zs.append(video_ae.encode(frames_to_tensor(np.stack([s.rgb for s in steps]))))
             als.append(audio_ae.encode(int16_to_float(np.stack([s.audio for s in steps]))))
+            views.append(video_ae.encode(frames_to_tensor(world.look_around())))
         video[theme], audio[theme] = torch.stack(zs), torch.stack(als)
-    return Openings(video, audio)
+        around[theme] = torch.stack(views)
+    return Openings(video, audio, around)

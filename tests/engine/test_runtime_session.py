@@ -158,9 +158,11 @@ def test_sessions_open_from_their_themes_keyframes_when_the_weights_carry_them(t
     w = tiny_world()
     openings = build_openings(w.video_ae, w.audio_ae, context=2, per_theme=2)
     assert openings.video["frost_valley"].shape[:2] == (2, 2)
+    assert openings.around["frost_valley"].shape == (2, 3, 8, 16, 16)  # the rest of a turn
     openings.save(tmp_path / "openings.pt")
     loaded = Openings.load(tmp_path / "openings.pt")
     assert torch.allclose(loaded.video["frost_valley"], openings.video["frost_valley"].half())
+    assert torch.allclose(loaded.around["frost_valley"], openings.around["frost_valley"].half())
     opened = World(w.video_ae, w.audio_ae, w.model, FakeText(), openings=loaded)
     session = opened.start({"seed": 3, "theme": "frost_valley"})
     assert session.rollout.cache.frames == [-2, -1]  # history before frame 0
@@ -172,6 +174,61 @@ def test_sessions_open_from_their_themes_keyframes_when_the_weights_carry_them(t
     )
     assert opened.start({"seed": 3}, opening=False).rollout.cache.frames == []
     assert w.start({"seed": 3}).rollout.cache.frames == []  # no openings file: empty history
+
+
+def test_openings_written_before_the_views_around_still_open_sessions(tmp_path):
+    from engine.runtime.openings import Openings
+
+    w = tiny_world()
+    video, audio = torch.zeros(1, 2, 8, 16, 16), torch.zeros(1, 2, 32)
+    torch.save(
+        {"video": {"frost_valley": video}, "audio": {"frost_valley": audio}}, tmp_path / "o.pt"
+    )
+    old = Openings.load(tmp_path / "o.pt")
+    assert old.pick("frost_valley", 5)[2] is None
+    opened = World(w.video_ae, w.audio_ae, w.model, FakeText(), openings=old)
+    assert opened.start({"seed": 5, "theme": "frost_valley"}).rollout.cache.frames == [-2, -1]
+
+
+def test_a_code_session_knows_the_whole_turn_from_its_opening_or_its_priming():
+    from engine.model.conv_world import ConvWorldConfig, ConvWorldModel
+    from engine.runtime.openings import Openings
+
+    w = tiny_world()
+    torch.manual_seed(0)
+    cfg = ConvWorldConfig(
+        width=16,
+        width_low=16,
+        cond_dim=16,
+        context=2,
+        codes=32,
+        camera_warp=True,
+        view_memory=True,
+        warp_whole_cells=True,
+    )
+    model = ConvWorldModel(cfg).eval()
+    model.codebook.copy_(torch.randn(32, 8))
+    around = torch.randn(1, 3, 8, 16, 16)
+    openings = Openings(
+        {"misty_coast": torch.randn(1, 2, 8, 16, 16)},
+        {"misty_coast": torch.zeros(1, 2, 32)},
+        {"misty_coast": around},
+    )
+    conv = World(w.video_ae, w.audio_ae, model, FakeText(), openings=openings)
+    views = conv.start({"seed": 0, "theme": "misty_coast"}).rollout.views
+    frame_rows = slice(views.pad, views.pad + 16)
+    assert views.seen[frame_rows].all() and not views.seen[: views.pad].any()
+    assert torch.equal(views.latent[:, frame_rows, 16:32], model.snap(around[0])[0])
+
+    primed = conv.start({"seed": 0, "theme": "misty_coast"}, opening=False)
+    frames = np.zeros((2, 128, 128, 3), np.uint8)
+    primed.prime(frames, around=np.full((3, 128, 128, 3), 200, np.uint8))
+    assert primed.rollout.views.seen[frame_rows].all()
+    with pytest.raises(EventError, match="around frames must be"):
+        primed.prime(frames, around=np.zeros((3, 64, 64, 3), np.uint8))
+    alone = conv.start({"seed": 0, "theme": "misty_coast"}, opening=False)
+    alone.prime(frames)  # no views around: only the frame's own quarter is known
+    assert alone.rollout.views.seen[frame_rows].sum() == 16 * 16
 
 
 def test_openings_that_do_not_match_the_tokenizers_are_refused():

@@ -158,3 +158,82 @@ def test_the_camera_warp_settings_are_written_together(tmp_path):
         set_camera_warp(False, tmp_path, view_memory=True)
     with pytest.raises(ValueError, match="keep must be >= 0"):
         set_code_draws(tmp_path, keep=-1.0)
+
+
+def test_the_views_around_fill_only_the_directions_never_seen():
+    views = ViewMemory(2, 16)
+    first = torch.randn(2, 16, 16)
+    views.write(first)
+    views.move(-8.0, 0.0)  # half a frame to the right, seen: it must stay as seen
+    second = torch.randn(2, 16, 16)
+    views.write(second)
+    views.move(8.0, 0.0)
+    around = torch.randn(3, 2, 16, 16)  # a quarter, half, three quarters to the right
+    views.write_around(around)
+    assert views.offset == [0.0, 0.0]  # writing does not move the camera
+    ahead = views.recall()[0]  # the first view, its right half overwritten by the second
+    assert torch.equal(ahead[:, :, :8], first[:, :, :8])
+    assert torch.equal(ahead[:, :, 8:], second[:, :, :8])
+    views.move(-16.0, 0.0)  # a quarter turn right
+    latent, seen = views.recall()
+    assert seen.all()
+    assert torch.equal(latent[:, :, :8], second[:, :, 8:])  # seen before the views around
+    assert torch.equal(latent[:, :, 8:], around[0][:, :, 8:])
+    for q in (1, 2):
+        views.move(-16.0, 0.0)
+        assert torch.equal(views.recall()[0], around[q])
+    views.move(0.0, 12.0)  # looking up past the frame: rows no view around has shown
+    assert not views.recall()[1][:4].any()
+
+
+def test_a_session_told_its_surroundings_turns_into_them():
+    model = code_model(code_keep=50.0, warp_whole_cells=True, view_memory=True)
+    roll = ConvRollout(model, theme=0, seed=3)
+    codebook = model.codebook
+    gen = torch.Generator().manual_seed(4)
+    start = codebook[torch.randint(0, 32, (16, 16), generator=gen)].permute(2, 0, 1)
+    around = codebook[torch.randint(0, 32, (3, 16, 16), generator=gen)].permute(0, 3, 1, 2)
+    idle = held()[0]
+    for f in range(2):
+        roll.observe(start, torch.zeros(32), idle, f)
+    roll.remember_around(around + 0.01)  # snapped to codes, as the history holds them
+    step = camera_shift(held("RIGHT"))[0, 0].item()  # cells a frame (-0.61)
+    frames = round(16 / -step)
+    for f in range(2, 2 + frames):
+        roll.generate(held("RIGHT")[0], f)
+    # a quarter turn right faces the first view around (within the half cell carried)
+    offset = round(frames * step + 16)
+    back = torch.roll(around[0], offset, dims=-1)
+    inner = slice(2, -2)
+    assert torch.equal(roll.history[-1][..., inner], back[..., inner])
+
+
+def test_a_change_of_world_forgets_what_the_session_was_only_told():
+    views = ViewMemory(2, 16)
+    shown = torch.randn(2, 16, 16)
+    views.write(shown)
+    views.write_around(torch.randn(3, 2, 16, 16))
+    views.move(-16.0, 0.0)
+    looked = torch.randn(2, 16, 16)
+    views.write(looked)  # the session faced the first view around: now it is its own
+    views.forget_told()
+    assert torch.equal(views.recall()[0], looked)
+    views.move(-16.0, 0.0)  # half a turn: only told of, so forgotten
+    latent, seen = views.recall()
+    assert not seen.any() and not latent.any()
+    views.move(32.0, 0.0)
+    assert torch.equal(views.recall()[0], shown)
+
+
+def test_a_sentence_or_a_picture_makes_a_session_forget_the_views_it_was_told():
+    model = code_model(warp_whole_cells=True, view_memory=True)
+    for change in ("text", "image"):
+        roll = ConvRollout(model, theme=0, seed=3)
+        roll.observe(torch.zeros(8, 16, 16), torch.zeros(32), held()[0], 0)
+        roll.remember_around(torch.randn(3, 8, 16, 16))
+        assert roll.views is not None and int(roll.views.seen.sum()) == 4 * 16 * 16
+        if change == "text":
+            roll.add_text(torch.ones(384))
+        else:
+            roll.set_image(torch.ones(128))
+        assert int(roll.views.seen.sum()) == 16 * 16
