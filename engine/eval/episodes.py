@@ -49,6 +49,14 @@ class SimEpisode:
         self.view = np.array(view, VIEW_DTYPE)
         return self
 
+    def views_around(self, at: int) -> np.ndarray:
+        """(3, H, W, 3): the rest of a full turn seen where the player stands after frame
+        at - 1 (a quarter, half and three quarters to the right), replayed from the inputs."""
+        world = SimWorld(self.spec)
+        for inp in self.inputs[:at]:
+            world.step(inp)
+        return world.look_around()
+
 
 class Recorder:
     """Steps a SimWorld closed-loop (a protocol reads the world between frames) and keeps
@@ -102,10 +110,13 @@ def key_names(mask: int) -> tuple[str, ...]:
 
 
 class ModelPlayer:
-    """Plays simulator episodes into runtime sessions of one loaded `World`."""
+    """Plays simulator episodes into runtime sessions of one loaded `World`. With `around`,
+    a primed session is also told the rest of a full turn from where the priming ends (as a
+    session opened from its theme's keyframes is: engine/runtime/openings.py)."""
 
-    def __init__(self, world: World):
+    def __init__(self, world: World, around: bool = False):
         self.world = world
+        self.around = around
         self.generated_frames = 0
 
     def start(self, ep: SimEpisode, at: int, seed: int = 0):
@@ -123,7 +134,8 @@ class ModelPlayer:
 
     def prime(self, session, ep: SimEpisode, at: int) -> None:
         lo = max(0, at - PRIME_FRAMES)
-        session.prime(ep.frames[lo:at], ep.audio[lo:at])
+        around = ep.views_around(at) if self.around else None
+        session.prime(ep.frames[lo:at], ep.audio[lo:at], around)
 
     def play(self, session, ep: SimEpisode, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Push frames [start, stop)'s inputs one frame at a time; (video, audio) generated."""

@@ -109,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         "--long-frames", type=int, default=2000, help="measure: length of the walking rollouts"
     )
     parser.add_argument(
+        "--around",
+        action="store_true",
+        help="measure, sheets: every session also knows the rest of a full turn from where "
+        "its priming ends, as one opened from its theme's keyframes does",
+    )
+    parser.add_argument(
         "--error-bank",
         default=None,
         help="finetune: ErrorBank file to replay; errorbank: where to write it",
@@ -459,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
             long_runs=args.long_runs,
             long_frames=args.long_frames,
             text_table=args.text_table,
+            around=args.around,
         )
         print(json.dumps(result))
         path = Path(args.out or "runs/measure")
@@ -469,8 +476,8 @@ def main(argv: list[str] | None = None) -> int:
 
         path = Path(args.out or "runs/sheets")
         world = World.load(args.weights)
-        for p in theme_sheets(world, path) + theme_sheets(
-            world, path, every_s=5, prompts=SHEET_PROMPTS
+        for p in theme_sheets(world, path, around=args.around) + theme_sheets(
+            world, path, every_s=5, prompts=SHEET_PROMPTS, around=args.around
         ):
             print(p)
     elif args.stage in ("finetune", "decoder"):

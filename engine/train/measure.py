@@ -10,7 +10,8 @@ output): pooled PSNR at h1/h16/h64 next to copy-last-frame, sharpness (Laplacian
 ratio) and the tile-seam ratio at h16/h64. Long play: the eval's 2,000-frame walks for
 brightness_drift, flicker (frame-to-frame change against the simulator's) and for how
 sharpness and seams evolve at 0/10/30/60/90 s, with a contact
-sheet (simulator row above model row) and the generation time per frame.
+sheet (simulator row above model row) and the generation time per frame. Turns: the eval's
+full turns in place (loop closure, and the half-turn view against the simulator's).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from engine.eval.metrics import (
     sharpness_ratio,
 )
 from engine.eval.protocols import walk_episode
-from engine.eval.run import FIDELITY_FRAMES, FIDELITY_START, HORIZONS
+from engine.eval.run import FIDELITY_FRAMES, FIDELITY_START, HORIZONS, loop_closure
 from engine.runtime.session import World
 from engine.sim import FrameInputs, WorldSpec
 from engine.sim.themes import THEME_NAMES
@@ -124,11 +125,13 @@ def theme_sheets(
     seconds: int = 60,
     every_s: int = 10,
     prompts: dict[int, str] | None = None,
+    around: bool = False,
 ) -> list[Path]:
     """Per theme, a scripted session (walk, turn, idle, repeated): one frame every `every_s`
     seconds, simulator row above model row. With `prompts` (frame of the session: sentence)
-    the player also types those, and the sheets are named prompts_60s_THEME.png."""
-    player = ModelPlayer(world)
+    the player also types those, and the sheets are named prompts_60s_THEME.png. With
+    `around` the session also knows the rest of a full turn from its start (`ModelPlayer`)."""
+    player = ModelPlayer(world, around)
     frames = seconds * 20 + 1
     typed = {PRIME_FRAMES + t: text for t, text in (prompts or {}).items()}
     name = "prompts_60s" if prompts else "contact_60s"
@@ -152,9 +155,13 @@ def measure(
     long_runs: int = 2,
     long_frames: int = 2000,
     text_table: str | Path | None = None,
+    around: bool = False,
+    turns: int = 6,
 ) -> dict:
     """All of the above for one set of weights (episodes=0: the long rollouts only); writes
-    measure.json and long_play.png."""
+    measure.json and long_play.png. With `around` every session also knows the rest of a
+    full turn from where its priming ends, as a session opened from its theme's keyframes
+    does."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     world = World.load(weights)
@@ -164,13 +171,15 @@ def measure(
         world.text = TableText(text_table)
     if project is not None:
         world.model.config.project_context = project
-    player = ModelPlayer(world)
+    player = ModelPlayer(world, around)
     t0 = time.time()
     result = {
         "weights": str(weights or "engine/weights"),
         "project_context": world.model.config.project_context,
+        "around": around,
         **(fidelity(player, episodes) if episodes else {}),
         **long_play(player, long_runs, long_frames, out / "long_play.png"),
+        **(loop_closure(player, turns, lambda _: None) if turns else {}),
     }
     result["seconds"] = round(time.time() - t0, 1)
     result = {k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}
