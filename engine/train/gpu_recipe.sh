@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
-# GPU recipe v7 (issue 11): the convolutional world model (engine/model/conv_world.py) on one
-# 15-minute H200 lease; v5 (v4 plus reference images arriving mid-episode and a carried
-# critic) plus a fifth arm, `codes`: the candidate as a code model (MODEL.md, v7 experiments);
-# since v7 the regressing and code arms read their history moved by each frame's camera turn
-# (--camera-warp, MODEL.md v10).
-# Every arm warm-starts from engine/weights/world.pt when that is a conv model, so progress
+# GPU recipe v8 (issue 11): the shipped conv code model (engine/model/conv_world.py) on one
+# 15-minute H200 lease. Since stop 23 the code model is what ships, so every arm is one
+# (v7 still spent four of its five arms on the regressor and the denoiser, MODEL.md v3-v6).
+# Every arm warm-starts from the shipped world.pt or a kept candidate, so progress
 # accumulates across sessions even when runs/ is gone.
 #
 #   bash engine/train/gpu_recipe.sh OUT_DIR [TEXT_TABLE]           # the lease (about 9 min; arms train 4 min)
@@ -18,29 +16,20 @@
 #   data      256 episodes x 400 frames on every core (~30 s), a sentence every 1.5 s, a
 #             reference image arriving mid-way in 60 % of episodes (the world recolours)
 #   latents   the shipped tokenizers encode it on the GPU (frozen: openings.pt stays valid)
-#   generator three arms side by side on the GPU, same data and minutes, batch 256 windows
-#             (engine/train/conv_generator.py): `main`, the flow-matching conv denoiser
-#             (3 sampler steps) with the Error Bank in 25 % of every batch; `nobank`, the same
-#             without it (brightness_drift_no_bank); `regress`, the regressing conv model
-#             trained on its own 8-frame chains with the bank (on the CPU it had the best
-#             psnr and seams but blurred to mush); `critic`, the same regressor with the
-#             latent critic (--adv-weight 0.1: on the CPU 5x the sharpness at h16, at 915
-#             steps the texture was not yet the place's). Each prints its throughput. An arm
-#             warm-starts from engine/weights/world.pt when that is a conv model of its kind;
-#             the two regressing arms start from engine/weights/candidates/conv_critic.pt
-#             (`critic` also from the critic beside it, conv_critic.critic.pt, if kept, after
-#             50 steps in which only the critic learns), and an eighth of their windows show a
-#             reference image arriving (--image-share); `codes`, the code model (--codes 1024:
-#             cross-entropy per latent cell over a 1,024-code latent codebook, chains go on
-#             from drawn codes, a sound head that reads the last 4 sounds), continuing the
-#             shipped world.pt (the code model since stop 23: 1,100 CPU steps, each theme's
-#             bands held for a minute, each cell's choice still spread over ~50 codes; a CPU
-#             continuation sharpened it and invented colour bands, MODEL.md v8) or, without
-#             one, starting from the regressor candidate.
+#   generator four arms side by side on the GPU, same data and minutes, batch 256 windows of
+#             the model's own 8-frame chains with the camera warp, an eighth showing a
+#             reference image arrive (engine/train/conv_generator.py), each printing its
+#             throughput:
+#               `codes`    the shipped world.pt continued at lr 1e-4, the Error Bank in a
+#                          quarter of every batch (how it was trained on the CPU, MODEL.md v10);
+#               `fast`     the same at lr 3e-4 (a GPU gives far more steps than any CPU run);
+#               `residual` candidates/conv_residual.pt, the code model with a residual second
+#                          code per cell (MODEL.md v17: the ceiling 22.15 -> 22.98 dB, 1,305 CPU
+#                          steps of the whole model were too few for the trunk to use it);
+#               `nobank`   `codes` without the Error Bank (brightness_drift_no_bank).
 #   measure   every arm on the CPU as soon as it is trained (engine/train/measure.py), JSON and
 #             long_play.png into OUT; OUT/gpu.csv samples utilisation and memory every 5 s
-#   ship      OUT/weights (main), OUT/nobank, OUT/regress, OUT/critic, OUT/codes: world.pt
-#             each (tokenizers unchanged), OUT/critic/critic.pt
+#   ship      OUT/ARM/world.pt for every arm (tokenizers unchanged)
 # Back here: compare OUT/measure_*.json with the shipped weights' measurement (MODEL.md),
 # look at the PNGs, and copy a world.pt into engine/weights only if it is better.
 set -euo pipefail
@@ -53,18 +42,16 @@ if [[ -n "${SMOKE:-}" ]]; then  # toy sizes: proves the wiring on a CPU in a few
     runs=runs/smoke_recipe device=cpu measure_threads=1 bank="--bank-every 40 --bank-rollouts 2"
 else
     episodes=256 frames=400 batch=256 minutes=4 long_frames=2000 fid_episodes=10
-    runs=runs/gpu_v4 device=auto measure_threads=2 bank="--bank-every 100 --bank-rollouts 64"
+    runs=runs/gpu_v8 device=auto measure_threads=2 bank="--bank-every 100 --bank-rollouts 64"
 fi
 workers=${WORKERS:-$(nproc --all)}
-arms="main nobank regress critic codes"
+arms="codes fast residual nobank"
 data=$runs/data logs=$runs/logs
 mkdir -p "$out" "$logs"
 stamp() { echo "[$(date +%T)] $*"; }
 collect_logs() { for f in "$logs"/*.log; do echo "== $f"; tail -c 2500 "$f"; done > "$out/log.txt"; }
 ship() {  # whatever exists
-    mkdir -p "$out/weights"
-    [[ -f $runs/main/weights/world.pt ]] && cp "$runs/main/weights/world.pt" "$out/weights/"
-    for arm in ${arms#main }; do
+    for arm in $arms; do
         [[ -f $runs/$arm/weights/world.pt ]] && mkdir -p "$out/$arm" &&
             cp "$runs/$arm/weights/world.pt" "$out/$arm/"
     done
@@ -75,7 +62,6 @@ ship() {  # whatever exists
             cp "$runs/measure_$arm/long_play.png" "$out/long_play_$arm.png"
         [[ -f $runs/$arm/loss.png ]] && cp "$runs/$arm/loss.png" "$out/loss_$arm.png"
     done
-    [[ -f $runs/critic/weights/critic.pt ]] && cp "$runs/critic/weights/critic.pt" "$out/critic/"
     [[ -f $logs/gpu.csv ]] && cp "$logs/gpu.csv" "$out/"
     return 0
 }
@@ -100,34 +86,18 @@ $py -m engine.train latents --data "$data" --weights "$base" --out "$runs/latent
     --text-table "$table" --device "$device" > "$logs/latents.log" 2>&1
 
 stamp "conv generator arms side by side: $arms"
+codes="--codes 1024 --unroll 8 --image-share 0.125 --audio-history 4 --camera-warp"
 declare -A arm_args=(
-    [main]="--denoise --bank-share 0.25 --unroll 4"
-    [nobank]="--denoise --bank-share 0 --unroll 4"
-    [regress]="--bank-share 0.25 --unroll 8 --image-share 0.125 --camera-warp"
-    [critic]="--bank-share 0.25 --unroll 8 --image-share 0.125 --adv-weight 0.1 --critic-warmup 50 --camera-warp"
-    [codes]="--codes 1024 --bank-share 0.25 --unroll 8 --image-share 0.125 --audio-history 4 --camera-warp"
+    [codes]="$codes --bank-share 0.25 --lr 1e-4"
+    [fast]="$codes --bank-share 0.25 --lr 3e-4 --seed 2"
+    [residual]="$codes --residual-codes 1024 --bank-share 0.25 --lr 1e-4"
+    [nobank]="$codes --bank-share 0 --lr 1e-4"
 )
-# The best CPU-trained conv regressor so far (MODEL.md, v4 experiments) is kept as a
-# candidate: the regressing arms start from it instead of from nothing.
-candidate=engine/weights/candidates/conv_critic.pt
-if [[ -f $candidate ]]; then
-    arm_args[regress]+=" --init $candidate"
-    arm_args[critic]+=" --init $candidate"
-fi
-# The code arm continues the shipped code model (world.pt, when it is one: training picks it up
-# without --init), else the kept one (its codebook comes along), else starts one from the
-# regressor.
-shipped_codes=$($py -c "from engine.model.checkpoint import load_payload as p
-print(p('$base/world.pt')['config'].get('codes', 0))")
-if ((shipped_codes > 0)); then
-    :
-elif [[ -f engine/weights/candidates/conv_codes.pt ]]; then
-    arm_args[codes]+=" --init engine/weights/candidates/conv_codes.pt"
-elif [[ -f $candidate ]]; then
-    arm_args[codes]+=" --init $candidate"
-fi
-if [[ -f ${candidate%.pt}.critic.pt ]]; then  # the critic it was trained against, if kept
-    arm_args[critic]+=" --init-critic ${candidate%.pt}.critic.pt"
+# The code arms continue the shipped world.pt (training picks it up without --init); the
+# residual arm continues the kept residual model, or grows the stage on the shipped one.
+residual=engine/weights/candidates/conv_residual.pt
+if [[ -f $residual ]]; then
+    arm_args[residual]+=" --init $residual"
 fi
 for arm in $arms; do
     # shellcheck disable=SC2086  # the arm's flags are meant to split
