@@ -508,6 +508,14 @@ def warp(latent: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
     return F.grid_sample(latent, grid, mode="bilinear", padding_mode="border", align_corners=True)
 
 
+def warp_picture(images: torch.Tensor, move: torch.Tensor) -> torch.Tensor:
+    """Decoded frames (B, 3, H, W) moved by a field (B, 2, S, S) of displacements in latent
+    cells: `warp` at pixel precision, the field upsampled to H x W and scaled to pixels."""
+    size = images.shape[-2:]
+    scale = size[-1] / move.shape[-1]
+    return warp(images, F.interpolate(move, size=size, mode="bilinear") * scale)
+
+
 _LEFT, _RIGHT, _UP, _DOWN = (KEY_ORDER.index(k) for k in ("LEFT", "RIGHT", "UP", "DOWN"))
 _WALK_KEYS = [KEY_ORDER.index(k) for k in ("W", "A", "S", "D")]
 _W, _A, _S, _D = _WALK_KEYS

@@ -227,6 +227,21 @@ class ConvRollout:
         self._remember(z[0], a[0], frame)  # a code model's frame is codes already
         return z[0], a[0]
 
+    def display_move(self) -> torch.Tensor | None:
+        """(1, 2, S, S) cells: how far the newest frame's picture still has to move to sit where
+        the camera is, or None. A session that warps by whole cells (`warp_whole_cells`) keeps
+        its history made of codes and carries the rest; the picture shown is moved by that
+        rest at pixel precision, so a turn slides 5 px every frame instead of 8 px on some
+        frames and none on others (the history itself never sees the move)."""
+        cfg = self.model.config
+        if not (cfg.camera_warp and cfg.warp_whole_cells):
+            return None
+        size = cfg.latent_size
+        move = self.warp_rest[:, :, None, None].expand(1, 2, size, size)
+        if cfg.walk_warp:
+            move = move + self.walk_rest
+        return move if bool(move.abs().sum() > 0) else None
+
     def teacher_logits(
         self,
         z: torch.Tensor,

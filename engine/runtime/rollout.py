@@ -79,6 +79,10 @@ class LatentRollout:
         """The views around the current one: this generator keeps no view memory."""
         del latents
 
+    def display_move(self) -> torch.Tensor | None:
+        """This generator's history is where the camera is: nothing left to move."""
+        return None
+
     def observe(
         self,
         z: torch.Tensor,

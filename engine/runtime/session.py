@@ -24,7 +24,7 @@ import torch
 
 from engine.model.audio_ae import AudioAE, AudioAEConfig, float_to_int16, int16_to_float
 from engine.model.checkpoint import load_checkpoint
-from engine.model.conv_world import ConvWorldModel
+from engine.model.conv_world import ConvWorldModel, warp_picture
 from engine.model.inputs import input_features
 from engine.model.sentence_snap import SNAP_FILE, SentenceSnap
 from engine.model.text import TextEncoder
@@ -62,6 +62,19 @@ class Chunk:
     @property
     def audio_pts(self) -> float:
         return float(self.pts[0]) if len(self.pts) else 0.0
+
+
+def shown_pictures(decoded: torch.Tensor, moves: list[torch.Tensor | None]) -> torch.Tensor:
+    """Decoded frames (n, 3, H, W) as a player sees them: each moved by what its rollout's
+    whole-cell history has not moved yet (`ConvRollout.display_move`; None: as decoded)."""
+    if all(m is None for m in moves):
+        return decoded
+    return torch.cat(
+        [
+            decoded[i : i + 1] if m is None else warp_picture(decoded[i : i + 1], m)
+            for i, m in enumerate(moves)
+        ]
+    )
 
 
 class World:
@@ -249,6 +262,7 @@ class Session:
         pictures: list[torch.Tensor | None] = []
         audio: list[torch.Tensor] = []
         answered: list[int] = []
+        moves: list[torch.Tensor | None] = []
         length = 1
         while len(latents) < length:
             keys, yaw, pitch, loud, onset, prompts, image, ids = self._take_inputs()
@@ -264,12 +278,14 @@ class Session:
             z, a = self.rollout.generate(inputs, self.frame_index, text)
             latents.append(z)
             pictures.append(self.rollout.last_frame)
+            moves.append(self.rollout.display_move())
             audio.append(a)
             self.frame_index += 1
         if pictures[0] is not None:  # projection already decoded every frame
-            video = tensor_to_frames(torch.cat([p for p in pictures if p is not None]))
+            decoded = torch.cat([p for p in pictures if p is not None])
         else:
-            video = tensor_to_frames(self.world.video_ae.decode(torch.stack(latents)))
+            decoded = self.world.video_ae.decode(torch.stack(latents))
+        video = tensor_to_frames(shown_pictures(decoded, moves))
         wave = float_to_int16(self.world.audio_ae.decode(torch.stack(audio)).reshape(-1))
         pts = np.arange(first, self.frame_index, dtype=np.float64) / FPS
         assert wave.size == len(latents) * SAMPLES_PER_FRAME

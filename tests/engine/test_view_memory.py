@@ -237,3 +237,38 @@ def test_a_sentence_or_a_picture_makes_a_session_forget_the_views_it_was_told():
         else:
             roll.set_image(torch.ones(128))
         assert int(roll.views.seen.sum()) == 16 * 16
+
+
+def test_a_picture_moves_by_the_rest_at_pixel_precision():
+    from engine.model.conv_world import warp_picture
+
+    picture = torch.zeros(1, 3, 128, 128)
+    picture[..., 60:68] = 1.0  # a vertical stripe, columns 60..67
+    half_cell = torch.zeros(1, 2, 16, 16)
+    half_cell[:, 0] = 0.5  # half a latent cell to the right: 4 pixels
+    moved = warp_picture(picture, half_cell)
+    assert torch.allclose(moved[..., 64:72], torch.ones(1, 3, 128, 8))
+    assert torch.allclose(moved[..., :63], torch.zeros(1, 3, 128, 63))
+
+
+def test_a_whole_cell_session_shows_its_picture_where_the_camera_is():
+    from engine.runtime.session import shown_pictures
+
+    fractional = ConvRollout(code_model(), theme=0, seed=3)
+    whole = ConvRollout(code_model(warp_whole_cells=True), theme=0, seed=3)
+    for roll in (fractional, whole):
+        roll.observe(torch.zeros(8, 16, 16), torch.zeros(32), held()[0], 0)
+    assert whole.display_move() is None  # nothing carried yet
+    step = camera_shift(held("LEFT"))[0, 0].item()  # 0.61 cells a frame
+    for f in range(1, 4):
+        for roll in (fractional, whole):
+            roll.generate(held("LEFT")[0], f)
+        move = whole.display_move()
+        assert move is not None
+        # the picture is moved by what the whole cells left: 3 frames of turning in all
+        assert abs(move[0, 0].mean().item() - (f * step - round(f * step))) < 1e-5
+        assert fractional.display_move() is None  # its history moved the whole way
+    pictures = torch.rand(2, 3, 128, 128)
+    shown = shown_pictures(pictures, [None, whole.display_move()])
+    assert torch.equal(shown[0], pictures[0]) and not torch.equal(shown[1], pictures[1])
+    assert shown_pictures(pictures, [None, None]) is pictures
