@@ -497,23 +497,26 @@ def _gumbel_max(
     return (logits / temperature + gumbel).argmax(dim=1)
 
 
-def warp(latent: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+def warp(latent: torch.Tensor, flow: torch.Tensor, mode: str = "bilinear") -> torch.Tensor:
     """Move a latent (B, C, S, S) by a field (B, 2, S, S) of displacements in cells (x, y):
-    each output cell reads the input at its own position minus the displacement (bilinear;
-    outside the frame reads the nearest border cell)."""
+    each output cell reads the input at its own position minus the displacement (bilinear, or
+    `mode` "nearest"; outside the frame reads the nearest border cell)."""
     b, _, s, _ = latent.shape
     steps = torch.linspace(-1.0, 1.0, s, device=latent.device)
     gy, gx = torch.meshgrid(steps, steps, indexing="ij")
     grid = torch.stack([gx, gy], dim=-1)[None] - flow.permute(0, 2, 3, 1) * (2.0 / (s - 1))
-    return F.grid_sample(latent, grid, mode="bilinear", padding_mode="border", align_corners=True)
+    return F.grid_sample(latent, grid, mode=mode, padding_mode="border", align_corners=True)
 
 
 def warp_picture(images: torch.Tensor, move: torch.Tensor) -> torch.Tensor:
     """Decoded frames (B, 3, H, W) moved by a field (B, 2, S, S) of displacements in latent
-    cells: `warp` at pixel precision, the field upsampled to H x W and scaled to pixels."""
+    cells, to the nearest whole pixel: every pixel is one the decoder drew (a bilinear
+    resampling at fractional offsets would soften every edge, and by a different amount each
+    frame)."""
     size = images.shape[-2:]
     scale = size[-1] / move.shape[-1]
-    return warp(images, F.interpolate(move, size=size, mode="bilinear") * scale)
+    field = torch.round(F.interpolate(move, size=size, mode="bilinear") * scale)
+    return warp(images, field, mode="nearest")
 
 
 _LEFT, _RIGHT, _UP, _DOWN = (KEY_ORDER.index(k) for k in ("LEFT", "RIGHT", "UP", "DOWN"))
