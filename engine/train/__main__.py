@@ -314,6 +314,12 @@ def main(argv: list[str] | None = None) -> int:
         help="code-draws: nats added to the code each cell already shows (0 = none)",
     )
     parser.add_argument(
+        "--keep-walking",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="code-draws: the code keep holds while the player walks too (for the walk warp)",
+    )
+    parser.add_argument(
         "--refine-width",
         type=int,
         default=None,
@@ -420,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.code_keep,
                 args.residual_temperature,
                 args.residual_mean,
+                args.keep_walking,
             )
         except ValueError as err:
             parser.error(str(err))

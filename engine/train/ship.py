@@ -103,13 +103,15 @@ def set_code_draws(
     keep: float | None = None,
     residual_temperature: float | None = None,
     residual_mean: bool | None = None,
+    keep_walking: bool | None = None,
 ) -> Path:
     """Set a code model's run-time draws: the temperature (0 = always the likeliest code), how
     its random numbers are shared across cells (`blur`) and frames (`memory`, in [0, 1)),
     see latent_codes.CodeDraws, and the nats `keep` added to each cell's code as shown
-    (conv_world.kept_logits); for a residual code model its second code's temperature or
-    whether it is the expected residual (`residual_mean`). Settings left None keep their
-    value."""
+    (conv_world.kept_logits) and whether that keep also holds while the player walks
+    (`keep_walking`, for the walk warp's moved ground); for a residual code model its second
+    code's temperature or whether it is the expected residual (`residual_mean`). Settings
+    left None keep their value."""
     if temperature is not None and temperature < 0:
         raise ValueError("the code temperature must be >= 0")
     if blur is not None and blur < 0:
@@ -130,6 +132,8 @@ def set_code_draws(
     values: dict[str, float | bool] = {k: float(v) for k, v in given.items() if v is not None}
     if residual_mean is not None:
         values["residual_mean"] = residual_mean
+    if keep_walking is not None:
+        values["keep_walking"] = keep_walking
     if not values:
         raise ValueError("nothing to set: give a temperature, a blur, a memory or a keep")
     residual = residual_temperature is not None or residual_mean is not None

@@ -150,7 +150,10 @@ def test_the_camera_warp_settings_are_written_together(tmp_path):
     set_code_draws(tmp_path, keep=2.5)
     cfg = load_world_model(tmp_path / "world.pt").config
     assert cfg.camera_warp and cfg.warp_whole_cells and cfg.view_memory
-    assert cfg.code_keep == 2.5
+    assert cfg.code_keep == 2.5 and not cfg.keep_walking
+    set_code_draws(tmp_path, keep_walking=True)
+    cfg = load_world_model(tmp_path / "world.pt").config
+    assert cfg.keep_walking and cfg.code_keep == 2.5
     set_camera_warp(True, tmp_path)  # plain warp: the session options are off again
     cfg = load_world_model(tmp_path / "world.pt").config
     assert cfg.camera_warp and not cfg.warp_whole_cells and not cfg.view_memory
