@@ -179,6 +179,14 @@ class Conditioning:
     # the frame's own (`history_move`; training). A session may move its history by whole
     # cells only and carry the rest to the next frame (`ConvWorldConfig.warp_whole_cells`).
     shift: torch.Tensor | None = None
+    # (B,) frames since the reference picture arrived, where a session knows (None: training,
+    # or no picture yet). While it is under PICTURE_SETTLE_FRAMES the code keep holds nothing:
+    # the world must take the picture's colours before anything keeps them.
+    image_age: torch.Tensor | None = None
+
+
+# Frames after a reference picture arrives in which `code_keep` holds no cell (2 s)
+PICTURE_SETTLE_FRAMES = 40
 
 
 class FiLMBlock(nn.Module):
@@ -700,7 +708,8 @@ def kept_logits(model: ConvWorldModel, p: Prediction, cond: Conditioning) -> tor
     draw each frame lets a region slide toward whatever code is commonest (an ember forest's
     whole view turning into its red tree band). Rows whose sentence text guidance still
     pushes (the world must change) get none, nor rows whose player walks (the ground must
-    flow) unless `keep_walking` (the walk warp moved it)."""
+    flow) unless `keep_walking` (the walk warp moved it), nor rows whose reference picture
+    arrived less than PICTURE_SETTLE_FRAMES ago (the world must recolour)."""
     assert p.logits is not None and p.newest is not None
     codebook: torch.Tensor = model.codebook  # type: ignore[assignment]
     shown = nearest_codes(p.newest, codebook)[:, None]  # (B, 1, S, S)
@@ -734,6 +743,8 @@ def _keep_gain(model: ConvWorldModel, p: Prediction, cond: Conditioning) -> torc
     if model.config.keep_walking:
         walking = torch.zeros_like(walking)
     asked = guided_rows(cond, model.config.text_guidance_frames)
+    if cond.image_age is not None:
+        asked = asked | (cond.image_age < PICTURE_SETTLE_FRAMES)
     still = (~walking & ~asked).to(p.newest.dtype).view(-1, 1, 1, 1)
     b, _, s, _ = p.newest.shape
     gain = (model.config.code_keep * still).expand(b, 1, s, s)

@@ -66,6 +66,8 @@ class ConvRollout:
             self.views = ViewMemory(cfg.latent_channels, cfg.latent_size)
         self.theme = torch.tensor([theme])
         self.image = self._image_row(image_token)
+        # the frame the reference picture arrived (a picture given at the start: frame 0)
+        self.image_since: int | None = None if image_token is None else 0
         self.history: list[torch.Tensor] = []  # newest last, at most `context`
         self.audio = torch.zeros(1, 0, cfg.audio_dim)  # (1, H, A) last sounds, newest last
         self.texts: list[tuple[torch.Tensor, int]] = []  # (embedding, arrival frame)
@@ -85,6 +87,7 @@ class ConvRollout:
 
     def set_image(self, token: torch.Tensor) -> None:
         self.image = self._image_row(token)
+        self.image_since = self.frame
         self._world_changed()
 
     def _world_changed(self) -> None:
@@ -115,6 +118,9 @@ class ConvRollout:
             theme=self.theme,
             image=self.image,
             noise=torch.full((1,), cfg.run_noise),
+            image_age=None
+            if self.image_since is None
+            else torch.tensor([float(frame - self.image_since)]),
         )
 
     def _context(self) -> tuple[torch.Tensor, torch.Tensor]:

@@ -114,6 +114,20 @@ def test_keeping_adds_the_bonus_to_each_carried_cells_shown_code_only():
     assert torch.equal(kept_logits(model, p, walking), p.logits)  # the ground must flow
     asked = dataclasses.replace(cond, text=torch.ones(1, 384))
     assert torch.equal(kept_logits(model, p, asked), p.logits)  # a sentence must change it
+    pictured = dataclasses.replace(cond, image_age=torch.tensor([39.0]))
+    assert torch.equal(kept_logits(model, p, pictured), p.logits)  # a picture must recolour
+    settled = dataclasses.replace(cond, image_age=torch.tensor([40.0]))
+    assert torch.equal(kept_logits(model, p, settled), kept_logits(model, p, cond))
+
+
+def test_a_session_tells_the_keep_how_long_ago_its_picture_arrived():
+    roll = ConvRollout(code_model(code_keep=3.0), theme=0, seed=3)
+    assert roll._conditioning(held()[0], 0, None).image_age is None
+    roll.observe(torch.zeros(8, 16, 16), torch.zeros(32), held()[0], 0)
+    roll.set_image(torch.ones(128))  # arrives with frame 1
+    assert roll._conditioning(held()[0], 5, None).image_age.tolist() == [4.0]
+    given = ConvRollout(code_model(), theme=0, seed=3, image_token=torch.ones(128))
+    assert given._conditioning(held()[0], 0, None).image_age.tolist() == [0.0]
 
 
 def test_a_session_moves_whole_cells_carries_the_rest_and_closes_a_full_turn():
