@@ -41,12 +41,16 @@ class ViewMemory:
         """The camera slid the picture by (dx, dy) cells (`camera_shift`'s sign)."""
         self.offset = [self.offset[0] + dx, self.offset[1] + dy]
 
-    def _view(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The canvas rows and columns of the current view's cells, and which rows of the view
-        the canvas holds (a tilt beyond `pad_rows` leaves the canvas)."""
+    def _view(
+        self, offset: tuple[float, float] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The canvas rows and columns of the current view's cells (or of the view at camera
+        shifts `offset`), and which rows of the view the canvas holds (a tilt beyond
+        `pad_rows` leaves the canvas)."""
+        x, y = self.offset if offset is None else offset
         n = torch.arange(self.size)
-        columns = (n - math.floor(self.offset[0] + 0.5)) % FULL_TURN_CELLS
-        rows = n - math.floor(self.offset[1] + 0.5) + self.pad
+        columns = (n - math.floor(x + 0.5)) % FULL_TURN_CELLS
+        rows = n - math.floor(y + 0.5) + self.pad
         inside = (rows >= 0) & (rows < self.seen.shape[0])
         return rows, columns, inside
 
@@ -55,10 +59,12 @@ class ViewMemory:
         directions looks like."""
         self._put(latent, told=False)
 
-    def _put(self, latent: torch.Tensor, told: bool) -> None:
-        """`latent` into the current view's cells: all of them, or, for a view the session
-        was told of, only those never seen (marked as told)."""
-        rows, columns, inside = self._view()
+    def _put(
+        self, latent: torch.Tensor, told: bool, offset: tuple[float, float] | None = None
+    ) -> None:
+        """`latent` into the cells of the current view (or the view at `offset`): all of
+        them, or, for a view the session was told of, only those never seen (marked told)."""
+        rows, columns, inside = self._view(offset)
         r, c = rows[inside][:, None], columns[None, :]
         new = latent.detach().float()[:, inside]
         if told:
@@ -75,14 +81,10 @@ class ViewMemory:
         steps to the right (`SimWorld.look_around`), seen at the same moment. They fill the
         directions never seen yet, so a session that starts knowing its surroundings turns
         into them instead of into the bands the network paints for the unknown."""
-        offset = list(self.offset)
+        x, y = self.offset
         step = FULL_TURN_CELLS / (len(views) + 1)
-        try:
-            for q, view in enumerate(views, start=1):
-                self.offset = [offset[0] - q * step, offset[1]]  # a right turn slides it left
-                self._put(view, told=True)
-        finally:
-            self.offset = offset
+        for q, view in enumerate(views, start=1):
+            self._put(view, told=True, offset=(x - q * step, y))  # a right turn slides it left
 
     def forget_told(self) -> None:
         """Forget the directions known only from `write_around`: the world was told to change
