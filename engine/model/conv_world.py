@@ -45,6 +45,7 @@ from .latent_codes import (
     snap_to_codes,
 )
 from .sampler import EulerSampler
+from .sentence_head import SentenceHead
 from .sound_flow import SoundFlow, level_features
 from .world import INPUT_FEATURES
 
@@ -134,6 +135,11 @@ class ConvWorldConfig:
     # > 0: the sound is drawn by a flow-matching head (engine/model/sound_flow.py) in this
     # many Euler steps; the regressing head stays and gives the sound's mean
     audio_flow_steps: int = 0
+    # > 0 (with codes): a second reader of the newest sentence with this many channels
+    # (engine/model/sentence_head.py) adds code logits while that sentence is younger than
+    # `sentence_head_frames`; trained alone (`python -m engine.train conv --sentence-only`)
+    sentence_head: int = 0
+    sentence_head_frames: int = 60
     extra: dict = field(default_factory=dict)
 
 
@@ -274,6 +280,11 @@ class ConvWorldModel(nn.Module):
             assert self.code_out.bias is not None
             nn.init.zeros_(self.code_out.weight)
             nn.init.zeros_(self.code_out.bias)
+        self.sentence_head = None
+        if cfg.codes and cfg.sentence_head:
+            self.sentence_head = SentenceHead(
+                cfg.text_dim, w, cfg.sentence_head, cfg.codes, cfg.sentence_head_frames
+            )
         if cfg.codes and cfg.residual_codes:
             # starts as "the residual nearest what the regression leaves beyond the drawn
             # first code, and where the cell keeps the code it showed, the residual it
@@ -376,6 +387,10 @@ class ConvWorldModel(nn.Module):
         limit = self.config.clamp
         video = (newest + delta).clamp(-limit, limit)
         logits = self.code_logits(video, features) if self.config.codes else None
+        if logits is not None and self.sentence_head is not None:
+            logits = logits + self.sentence_head(
+                features, cond.memory, cond.memory_age, cond.memory_valid
+            )
         flow_reads = heard if self.sound_flow is not None else None
         return Prediction(
             video,

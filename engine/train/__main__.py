@@ -290,6 +290,17 @@ def main(argv: list[str] | None = None) -> int:
         help="conv: train a residual code model's second head alone (the rest frozen)",
     )
     parser.add_argument(
+        "--sentence-head",
+        type=int,
+        default=None,
+        help="conv: a second reader of the newest sentence with this many channels (code models)",
+    )
+    parser.add_argument(
+        "--sentence-only",
+        action="store_true",
+        help="conv: train a code model's sentence head alone (the rest frozen)",
+    )
+    parser.add_argument(
         "--code-temperature",
         type=float,
         default=None,
@@ -540,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
                         "width_low": args.width_low,
                         "codes": args.codes,
                         "residual_codes": args.residual_codes,
+                        "sentence_head": args.sentence_head,
                         "code_temperature": args.code_temperature,
                         "audio_history": args.audio_history,
                         "audio_sample": args.audio_sample,
@@ -567,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
             "onset_frames": args.onset_frames,
             "audio_only": args.audio_only,
             "residual_only": args.residual_only,
+            "sentence_only": args.sentence_only,
             "audio_drop_share": args.audio_drop_share,
             "threads": args.threads,
         }

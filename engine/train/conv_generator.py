@@ -113,6 +113,7 @@ class ConvTrainConfig:
     onset_frames: int = 40
     audio_only: bool = False  # train the sound head alone (the picture frozen; no Error Bank)
     residual_only: bool = False  # train a residual code model's second head alone
+    sentence_only: bool = False  # train a code model's sentence head alone (the rest frozen)
     # share of windows whose chain starts having heard nothing (its sound history zeros): the
     # sound head must then tell rain or fire from the picture and the sentences, as it must
     # in a long session once its own washed-out sounds are all it has heard
@@ -291,6 +292,8 @@ def unrolled_loss(
     if cfg.residual_only:
         video, audio, codes = video_loss.detach(), audio_loss.detach(), code_loss.detach()
         return StepLosses(residual_loss, video, audio, codes=codes, residual=residual_loss)
+    if cfg.sentence_only:
+        return StepLosses(code_loss, video_loss.detach(), audio_loss.detach(), codes=code_loss)
     loss = video_loss + cfg.audio_weight * audio_loss
     loss = loss + cfg.code_weight * (code_loss + residual_loss)
     if critic is None:
@@ -410,12 +413,7 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
             raise ValueError(f"{cfg.init} holds no convolutional world model")
         if wanted.codes and not model.config.codes:
             model = with_code_heads(model, wanted.codes)
-        return with_sound_head(
-            with_camera_warp(with_residual_head(model, wanted.residual_codes), wanted.camera_warp),
-            wanted.audio_history,
-            wanted.audio_sample,
-            wanted.audio_flow_steps,
-        )
+        return _grown(model, wanted)
     shipped = Path(cfg.weights) / "world.pt"
     if shipped.exists():
         model = load_world_model(shipped)
@@ -425,15 +423,18 @@ def initial_model(cfg: ConvTrainConfig) -> ConvWorldModel:
             and model.config.flow == wanted.flow
             and model.config.codes == wanted.codes
         ):
-            return with_sound_head(
-                with_camera_warp(
-                    with_residual_head(model, wanted.residual_codes), wanted.camera_warp
-                ),
-                wanted.audio_history,
-                wanted.audio_sample,
-                wanted.audio_flow_steps,
-            )
+            return _grown(model, wanted)
     return ConvWorldModel(wanted)
+
+
+def _grown(model: ConvWorldModel, wanted: ConvWorldConfig) -> ConvWorldModel:
+    """A warm start with the parts `wanted` asks for that it lacks."""
+    model = with_residual_head(model, wanted.residual_codes)
+    model = with_sentence_head(model, wanted.sentence_head)
+    model = with_camera_warp(model, wanted.camera_warp)
+    return with_sound_head(
+        model, wanted.audio_history, wanted.audio_sample, wanted.audio_flow_steps
+    )
 
 
 def with_camera_warp(model: ConvWorldModel, wanted: bool) -> ConvWorldModel:
@@ -466,6 +467,19 @@ def with_residual_head(model: ConvWorldModel, residual: int) -> ConvWorldModel:
     grown = ConvWorldModel(dataclasses.replace(model.config, residual_codes=residual))
     missing, unexpected = grown.load_state_dict(model.state_dict(), strict=False)
     assert not unexpected and all(n.startswith("residual") for n in missing), missing
+    return grown
+
+
+def with_sentence_head(model: ConvWorldModel, hidden: int) -> ConvWorldModel:
+    """A code model with a second reader of the newest sentence (`hidden` > 0 and none yet):
+    the same weights, a sentence head whose output starts at zero (the same logits)."""
+    if not hidden or model.config.sentence_head:
+        return model
+    if not model.config.codes:
+        raise ValueError("a sentence head goes on a code model (--codes)")
+    grown = ConvWorldModel(dataclasses.replace(model.config, sentence_head=hidden))
+    missing, unexpected = grown.load_state_dict(model.state_dict(), strict=False)
+    assert not unexpected and all(n.startswith("sentence_head") for n in missing), missing
     return grown
 
 
@@ -615,15 +629,19 @@ def train_conv(cfg: ConvTrainConfig) -> Path:
     model = initial_model(cfg)
     bank = LatentBank.build(episodes, table, device, model.config.image_dim)
     model = model.to(device).train()
-    if cfg.audio_only or cfg.residual_only:
+    if cfg.audio_only or cfg.residual_only or cfg.sentence_only:
         head: tuple[str, ...] = ("audio_head", "sound_flow")
         flag, what = "--audio-only", "sound"
         if cfg.residual_only:
             flag, what, head = "--residual-only", "residual", ("residual",)
+        if cfg.sentence_only:
+            flag, what, head = "--sentence-only", "sentence", ("sentence_head",)
         if cfg.bank_share > 0 or cfg.adv_weight > 0:
             raise ValueError(f"{flag} trains the {what} head alone: no Error Bank, no critic")
         if cfg.residual_only and not model.config.residual_codes:
             raise ValueError("--residual-only needs a residual code model (--residual-codes)")
+        if cfg.sentence_only and model.sentence_head is None:
+            raise ValueError("--sentence-only needs a code model with --sentence-head N")
         for name, param in model.named_parameters():
             param.requires_grad_(name.startswith(head))
     trained = [p for p in model.parameters() if p.requires_grad]

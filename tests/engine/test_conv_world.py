@@ -1056,3 +1056,51 @@ def test_the_camera_warp_is_set_on_conv_models_only(tmp_path):
     save_checkpoint(tmp_path / "world.pt", WorldModel(WorldModelConfig(width=32, depth=1, heads=2)))
     with pytest.raises(ValueError, match="no convolutional world model"):
         set_camera_warp(True, tmp_path)
+
+
+def test_a_sentence_head_starts_silent_and_speaks_only_while_a_sentence_is_recent():
+    from engine.train.conv_generator import with_sentence_head
+
+    model = coded(small())
+    ctx = torch.randn(3, 3, 8, 16, 16)
+    valid = torch.ones(3, 3, dtype=torch.bool)
+    cond = conditioning(3)
+    cond.memory[:, -1] = torch.randn(3, 384, generator=torch.Generator().manual_seed(4))
+    cond.memory_valid[:2, -1] = True  # rows 0 and 1 remember a sentence; row 2 none
+    cond.memory_age[:, -1] = torch.tensor([5.0, 200.0, 0.0])  # row 1's is old
+    with torch.no_grad():
+        before = model.predict(ctx, valid, torch.zeros(3, 32), cond).logits
+        grown = with_sentence_head(model, 8)
+        assert torch.equal(grown.predict(ctx, valid, torch.zeros(3, 32), cond).logits, before)
+        nudge_parameters(grown.sentence_head)
+        after = grown.predict(ctx, valid, torch.zeros(3, 32), cond).logits
+    assert not torch.allclose(after[0], before[0])  # a recent sentence: the head adds
+    assert torch.equal(after[1:], before[1:])  # an old one, or none: the trunk's logits
+    with pytest.raises(ValueError, match="code model"):
+        with_sentence_head(small(), 8)
+
+
+def test_sentence_head_training_moves_the_sentence_head_alone(tmp_path, training):
+    conv, base = training
+    codes = ConvWorldConfig(width=16, width_low=16, context=3, codes=8)
+    conv.train_conv(tiny_config(base, tmp_path / "one", 2, codes))
+    first = load_world_model(tmp_path / "one" / "weights" / "world.pt")
+    cfg = tiny_config(
+        base,
+        tmp_path / "two",
+        steps=3,
+        model=dataclasses.replace(codes, sentence_head=8),
+        init=str(tmp_path / "one" / "weights" / "world.pt"),
+        sentence_only=True,
+        sentence_share=1.0,
+        lr=1e-2,
+    )
+    tuned = load_world_model(conv.train_conv(cfg) / "world.pt")
+    assert isinstance(tuned, ConvWorldModel) and tuned.config.sentence_head == 8
+    old, new = first.state_dict(), tuned.state_dict()
+    moved = {k for k in new if k not in old or not torch.equal(new[k], old[k])}
+    assert moved and all(k.startswith("sentence_head") for k in moved), moved
+    with pytest.raises(ValueError, match="sentence head alone"):
+        conv.train_conv(dataclasses.replace(cfg, out=str(tmp_path / "x"), bank_share=0.5))
+    with pytest.raises(ValueError, match="needs a code model with --sentence-head"):
+        conv.train_conv(tiny_config(base, tmp_path / "y", 1, codes, sentence_only=True))
