@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -464,10 +465,7 @@ def with_residual_head(model: ConvWorldModel, residual: int) -> ConvWorldModel:
         return model
     if not model.config.codes:
         raise ValueError("a residual code stage goes on a code model (--codes)")
-    grown = ConvWorldModel(dataclasses.replace(model.config, residual_codes=residual))
-    missing, unexpected = grown.load_state_dict(model.state_dict(), strict=False)
-    assert not unexpected and all(n.startswith("residual") for n in missing), missing
-    return grown
+    return _with_new_part(model, "residual", residual_codes=residual)
 
 
 def with_sentence_head(model: ConvWorldModel, hidden: int) -> ConvWorldModel:
@@ -477,9 +475,15 @@ def with_sentence_head(model: ConvWorldModel, hidden: int) -> ConvWorldModel:
         return model
     if not model.config.codes:
         raise ValueError("a sentence head goes on a code model (--codes)")
-    grown = ConvWorldModel(dataclasses.replace(model.config, sentence_head=hidden))
+    return _with_new_part(model, "sentence_head", sentence_head=hidden)
+
+
+def _with_new_part(model: ConvWorldModel, prefix: str, **config: Any) -> ConvWorldModel:
+    """The model rebuilt with `config` changed, its weights kept: only parameters named
+    `prefix`... are new."""
+    grown = ConvWorldModel(dataclasses.replace(model.config, **config))
     missing, unexpected = grown.load_state_dict(model.state_dict(), strict=False)
-    assert not unexpected and all(n.startswith("sentence_head") for n in missing), missing
+    assert not unexpected and all(n.startswith(prefix) for n in missing), missing
     return grown
 
 
