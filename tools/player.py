@@ -127,6 +127,17 @@ class PlayClient:
             self.hold(keys, yaw)
             await asyncio.sleep(0.05)
 
+    async def hold_until_frames(self, keys: list[str], count: int, timeout: float = 30.0) -> None:
+        """Hold the keys until `count` more frames have arrived: a pace that follows the stream,
+        not the clock, so a busy machine makes the test slower instead of wrong."""
+        target = self.frame_count + count
+        deadline = time.monotonic() + timeout
+        while self.frame_count < target:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.frame_count - target + count} of {count} frames came")
+            self.hold(keys)
+            await asyncio.sleep(0.05)
+
     def frames_between(self, start: float, end: float) -> list[np.ndarray]:
         return [frame for stamp, frame in self.video if start <= stamp < end]
 

@@ -47,6 +47,12 @@ SAMPLE_PICTURE = """async (ms) => {
 }"""
 
 
+def _wait_for_frames(page, decoded: int) -> None:
+    page.wait_for_function(
+        "(decoded) => window.worldsite.framesDecoded >= decoded", arg=decoded, timeout=60_000
+    )
+
+
 def _play_in_browser(browser, base: str, user, world, *, walk: bool, shots: str | None) -> dict:
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(30_000)
@@ -84,8 +90,13 @@ def _play_in_browser(browser, base: str, user, world, *, walk: bool, shots: str 
     page.wait_for_function(
         "() => document.getElementById('prompt-feedback').textContent.includes('listening')"
     )
+    # 2.5 s and at least 50 decoded frames: on a busy machine the stream slows, and the
+    # recording check below needs 50 frames after the sentence.
+    typed_at = page.evaluate("() => window.worldsite.framesDecoded")
     page.wait_for_timeout(2500)
+    _wait_for_frames(page, typed_at + 50)
     night = page.evaluate(SAMPLE_PICTURE, 1000)
+    _wait_for_frames(page, typed_at + 70)
     if shots:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"{shots}-live.png"))
@@ -144,6 +155,7 @@ def test_play_in_the_browser(servers, netns, chromium_in, settings):
     # second before it, while the same sessions without the sentence drift by under 2.
     for frames, log in ((walked, inputs), (stood, stood_inputs)):
         typed = first_frame_with(log, text="make it night")
+        assert len(frames) >= typed + 50, ("recording ended early", len(frames), typed)
         before = float(frames[typed - 20 : typed].mean())
         after = float(frames[typed + 30 : typed + 50].mean())
         assert after < before - 4, ("make it night did not darken the picture", before, after)
