@@ -162,6 +162,9 @@ class Prediction:
     # (B, width, S, S) the features the code heads read (a residual code model's second
     # head reads them once the first code is drawn)
     features: torch.Tensor | None = None
+    # (B, K, S, S) the sentence head's share of `logits` (sentence-head models): guidance
+    # scales the trunk's reading of a sentence, and adds the head's once
+    told: torch.Tensor | None = None
 
 
 @dataclass
@@ -387,10 +390,10 @@ class ConvWorldModel(nn.Module):
         limit = self.config.clamp
         video = (newest + delta).clamp(-limit, limit)
         logits = self.code_logits(video, features) if self.config.codes else None
+        told = None
         if logits is not None and self.sentence_head is not None:
-            logits = logits + self.sentence_head(
-                features, cond.memory, cond.memory_age, cond.memory_valid
-            )
+            told = self.sentence_head(features, cond.memory, cond.memory_age, cond.memory_valid)
+            logits = logits + told
         flow_reads = heard if self.sound_flow is not None else None
         return Prediction(
             video,
@@ -401,6 +404,7 @@ class ConvWorldModel(nn.Module):
             newest,
             painted,
             features if self.config.residual_codes else None,
+            told,
         )
 
     def audio_history_rows(self, prev_audio: torch.Tensor) -> torch.Tensor:
@@ -678,6 +682,8 @@ def guided_prediction(
     the full conditioning and of each guided part left out (only where some row of the batch
     has that part), z = z_full + sum (w - 1) (z_full - z_without), for a regressor's latent
     and a code model's logits alike; text guidance weighs only the rows `guided_rows` picks.
+    A sentence head's share of the logits is added once, unscaled: it was trained as a
+    reader of its own, and scaling it by the guidance weight wrecks the picture.
     The sound is the full conditioning's."""
     cfg = model.config
     guided: list[tuple[torch.Tensor, Conditioning]] = []
@@ -706,14 +712,19 @@ def guided_prediction(
             out = out + (w - 1.0) * (full - x[i * b : (i + 1) * b])
         return out
 
-    logits = None if p.logits is None else guide(p.logits)
+    logits = None
+    if p.logits is not None and p.told is not None:
+        logits = guide(p.logits - p.told) + p.told[:b]
+    elif p.logits is not None:
+        logits = guide(p.logits)
     spread = None if p.audio_spread is None else p.audio_spread[:b]
     heard = None if p.heard is None else p.heard[:b]
     video = guide(p.video).clamp(-cfg.clamp, cfg.clamp)
     newest = None if p.newest is None else p.newest[:b]
     painted = None if p.painted is None else p.painted[:b]
     features = None if p.features is None else p.features[:b]
-    return Prediction(video, p.audio[:b], logits, spread, heard, newest, painted, features)
+    told = None if p.told is None else p.told[:b]
+    return Prediction(video, p.audio[:b], logits, spread, heard, newest, painted, features, told)
 
 
 def kept_logits(model: ConvWorldModel, p: Prediction, cond: Conditioning) -> torch.Tensor:

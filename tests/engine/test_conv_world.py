@@ -1080,6 +1080,33 @@ def test_a_sentence_head_starts_silent_and_speaks_only_while_a_sentence_is_recen
         with_sentence_head(small(), 8)
 
 
+def test_guidance_scales_the_trunks_reading_of_a_sentence_and_adds_the_heads_once():
+    from engine.model.conv_world import guided_prediction, without_text
+    from engine.train.conv_generator import with_sentence_head
+
+    grown = with_sentence_head(coded(small()), 8)
+    with torch.no_grad():
+        nudge_parameters(grown.sentence_head)
+    grown.config = dataclasses.replace(grown.config, text_guidance=4.0)
+    ctx = torch.randn(2, 3, 8, 16, 16)
+    valid = torch.ones(2, 3, dtype=torch.bool)
+    cond = conditioning(2)
+    cond.memory[:, -1] = torch.randn(2, 384, generator=torch.Generator().manual_seed(5))
+    cond.memory_valid[:, -1] = True
+    cond.memory_age[:, -1] = 3.0
+    audio = torch.zeros(2, 32)
+    with torch.no_grad():
+        full = grown.predict(ctx, valid, audio, cond)
+        bare = grown.predict(ctx, valid, audio, without_text(cond))
+        guided = guided_prediction(grown, ctx, valid, audio, cond)
+    assert bare.told is not None and not bare.told.abs().any()  # silent without a sentence
+    assert full.told is not None and full.told.abs().amax() > 0
+    trunk = full.logits - full.told
+    expected = trunk + 3.0 * (trunk - bare.logits) + full.told
+    assert torch.allclose(guided.logits, expected, atol=1e-5)
+    assert torch.equal(guided.told, full.told)
+
+
 def test_sentence_head_training_moves_the_sentence_head_alone(tmp_path, training):
     conv, base = training
     codes = ConvWorldConfig(width=16, width_low=16, context=3, codes=8)
