@@ -130,11 +130,11 @@ class PlayClient:
     async def hold_until_frames(self, keys: list[str], count: int, timeout: float = 30.0) -> None:
         """Hold the keys until `count` more frames have arrived: a pace that follows the stream,
         not the clock, so a busy machine makes the test slower instead of wrong."""
-        target = self.frame_count + count
+        start = self.frame_count
         deadline = time.monotonic() + timeout
-        while self.frame_count < target:
+        while self.frame_count < start + count:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{self.frame_count - target + count} of {count} frames came")
+                raise TimeoutError(f"{self.frame_count - start} of {count} frames came")
             self.hold(keys)
             await asyncio.sleep(0.05)
 
