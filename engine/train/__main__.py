@@ -249,6 +249,12 @@ def main(argv: list[str] | None = None) -> int:
         help="conv: share of each batch in which a sentence is typed (what it changes)",
     )
     parser.add_argument(
+        "--sentence-onset",
+        action="store_true",
+        default=None,
+        help="conv: the sentence windows open on their sentence (every frame it governs)",
+    )
+    parser.add_argument(
         "--onset-weight",
         type=float,
         default=None,
@@ -575,6 +581,7 @@ def main(argv: list[str] | None = None) -> int:
             "init_critic": args.init_critic,
             "image_share": args.image_share,
             "sentence_share": args.sentence_share,
+            "sentence_onset": args.sentence_onset,
             "onset_weight": args.onset_weight,
             "onset_frames": args.onset_frames,
             "audio_only": args.audio_only,

@@ -132,17 +132,21 @@ class LatentBank:
             ).flatten()
         return cache[(window, first)]
 
-    def sentence_event_starts(self, window: int, first: int) -> torch.Tensor:
+    def sentence_event_starts(
+        self, window: int, first: int, last: int | None = None
+    ) -> torch.Tensor:
         """Starts of every `window`-frame window in which a sentence is typed at a position
-        >= `first` (a predicted frame): the frames that show a model what a sentence does
-        (a random window holds one about a quarter of the time)."""
+        >= `first` (a predicted frame) and < `last` (default: the window's end): the frames
+        that show a model what a sentence does (a random window holds one about a quarter of
+        the time). `last = first + 1` picks chains that open on the sentence."""
+        end = window if last is None else last
         cache = self.__dict__.setdefault("_sentence_starts", {})
-        if (window, first) not in cache:
+        if (window, first, end) not in cache:
             typed = (self.text.abs().sum(dim=1) > 0).long()
             so_far = torch.cat([typed.new_zeros(1), torch.cumsum(typed, dim=0)])  # before row i
             starts = self.window_starts(window)
-            cache[(window, first)] = starts[so_far[starts + window] > so_far[starts + first]]
-        return cache[(window, first)]
+            cache[(window, first, end)] = starts[so_far[starts + end] > so_far[starts + first]]
+        return cache[(window, first, end)]
 
     def windows(self, starts: torch.Tensor, window: int) -> dict[str, torch.Tensor]:
         """Stacked windows: video/prev (B, T, C, S, S) float, audio, inputs, text, frame (local

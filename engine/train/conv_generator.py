@@ -106,6 +106,11 @@ class ConvTrainConfig:
     # image arrive (the world recolours; rare in the data otherwise)
     sentence_share: float = 0.0  # share of every batch in which a sentence is typed among the
     # predicted frames (what a sentence does to the picture, seen far more often)
+    # those windows open on their sentence: it is typed at the first predicted frame, so
+    # every frame of the chain is one it governs, drawn from the model's own history (what a
+    # rollout meets for the seconds after a sentence; a chain with the sentence anywhere in
+    # it holds 2.5 such frames on average at unroll 4)
+    sentence_onset: bool = False
     code_weight: float = 1.0  # a code model's cross-entropy weight (its regression keeps 1)
     # > 1: a code model's cross-entropy weighs this much more on frames a sentence governs
     # (typed now, or remembered and younger than `onset_frames`): those frames are few and
@@ -604,7 +609,12 @@ def with_event_windows(
     picks = []
     for share, pool in (
         (cfg.image_share, bank.image_event_starts(window, context)),
-        (cfg.sentence_share, bank.sentence_event_starts(window, context)),
+        (
+            cfg.sentence_share,
+            bank.sentence_event_starts(
+                window, context, context + 1 if cfg.sentence_onset else None
+            ),
+        ),
     ):
         n = int(round(share * len(starts)))
         if n and len(pool):

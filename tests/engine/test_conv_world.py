@@ -436,6 +436,22 @@ def test_sentence_windows_follow_the_image_windows_and_see_a_sentence_typed():
     assert mixed[6:].tolist() == [-1, -1]
 
 
+def test_sentence_onset_windows_open_on_the_sentence():
+    from engine.train.conv_generator import with_event_windows
+
+    bank = LatentBank.build([episode(frames=30), episode(frames=30, seed=1)], table())
+    typed = set(torch.nonzero(bank.text.abs().sum(dim=1) > 0).flatten().tolist())
+    onset = bank.sentence_event_starts(6, 3, 4).tolist()
+    assert onset, "the test episodes type sentences"
+    for start in range(len(bank.local)):
+        fits = int(bank.local[start]) + 6 <= int(bank.lengths[bank.episode[start]])
+        assert (start in onset) == (fits and start + 3 in typed)
+    cfg = ConvTrainConfig(sentence_share=1.0, sentence_onset=True)
+    starts = torch.full((8,), -1, dtype=torch.long)
+    mixed = with_event_windows(starts, bank, cfg, window=6, context=3, gen=torch.Generator())
+    assert all(int(s) + 3 in typed for s in mixed)
+
+
 def test_guidance_moves_away_from_the_prediction_without_the_sentence_or_picture(tmp_path):
     import dataclasses as dc
 
