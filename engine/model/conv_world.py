@@ -99,10 +99,6 @@ class ConvWorldConfig:
     # push toward what was asked; the model then holds it alone, and a session that typed
     # once is not extrapolated for the rest of its life); 0 = while any is remembered
     text_guidance_frames: int = 0
-    # > 0: for this many frames after a sentence, each generated frame replaces the whole
-    # history, so the change it drew is all the model sees (the trunk reads an unchanged
-    # history as the truth and pulls every cell back to it; MODEL.md v20-v21). Run-time
-    sentence_history_frames: int = 0
     project_context: bool = False
     # > 0: the picture is a code per latent cell from a learnt codebook of this size
     # (engine/model/latent_codes.py); the model classifies each cell and a code is drawn at

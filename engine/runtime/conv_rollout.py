@@ -24,7 +24,6 @@ from engine.model.conv_world import (
     Conditioning,
     ConvWorldModel,
     camera_shift,
-    guided_rows,
     sample_frame,
     walk_flow,
 )
@@ -232,15 +231,7 @@ class ConvRollout:
             self.model, context, valid, self.audio, cond, noise, self.gen, self.draws
         )
         self._remember(z[0], a[0], frame)  # a code model's frame is codes already
-        if self._sentence_rewrites_history(cond):
-            self.history = [self.history[-1]] * len(self.history)
         return z[0], a[0]
-
-    def _sentence_rewrites_history(self, cond: Conditioning) -> bool:
-        """Whether the frame just drawn answers a sentence young enough
-        (`sentence_history_frames`) to become the whole history."""
-        frames = self.model.config.sentence_history_frames
-        return frames > 0 and bool(guided_rows(cond, frames)[0])
 
     def display_move(self) -> torch.Tensor | None:
         """(1, 2, S, S) cells: how far the newest frame's picture still has to move to sit where

@@ -77,13 +77,6 @@ def main(argv: list[str] | None = None) -> int:
         help="guidance: frames after a sentence that text guidance lasts (0 = while remembered)",
     )
     parser.add_argument(
-        "--sentence-history-frames",
-        type=int,
-        default=0,
-        help="guidance: frames after a sentence in which each drawn frame becomes the whole "
-        "history (0 = off)",
-    )
-    parser.add_argument(
         "--image-guidance",
         type=float,
         default=1.0,
@@ -437,7 +430,6 @@ def main(argv: list[str] | None = None) -> int:
             args.image_guidance,
             Path(args.dest) if args.dest else WEIGHTS,
             args.text_guidance_frames,
-            args.sentence_history_frames,
         )
     elif args.stage == "code-draws":
         from .ship import WEIGHTS, set_code_draws

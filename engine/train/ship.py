@@ -52,29 +52,19 @@ def set_sampler_steps(steps: int, weights: Path = WEIGHTS) -> Path:
     return _set_config(weights, {"sampler_steps": steps})
 
 
-def set_guidance(
-    text: float,
-    image: float,
-    weights: Path = WEIGHTS,
-    text_frames: int = 0,
-    history_frames: int = 0,
-) -> Path:
+def set_guidance(text: float, image: float, weights: Path = WEIGHTS, text_frames: int = 0) -> Path:
     """Set a conv generator's run-time text and image guidance (1 = off; not trained); text
-    guidance lasts `text_frames` frames after a sentence (0 = while any is remembered); for
-    `history_frames` after one, each drawn frame becomes the whole history (0 = off)."""
+    guidance lasts `text_frames` frames after a sentence (0 = while any is remembered)."""
     if text < 0 or image < 0:
         raise ValueError("guidance weights must be >= 0 (1 turns guidance off)")
     if text_frames < 0:
         raise ValueError("the text guidance's frames must be >= 0 (0 = while remembered)")
-    if history_frames < 0:
-        raise ValueError("the sentence's history frames must be >= 0 (0 = off)")
     return _set_config(
         weights,
         {
             "text_guidance": float(text),
             "image_guidance": float(image),
             "text_guidance_frames": int(text_frames),
-            "sentence_history_frames": int(history_frames),
         },
         needs=(lambda c: c.get("arch") == "conv", "convolutional world model (guidance is for it)"),
     )

@@ -491,15 +491,8 @@ def test_guidance_moves_away_from_the_prediction_without_the_sentence_or_picture
     saved = torch.load(folder / "world.pt", weights_only=True)["config"]
     assert (saved["text_guidance"], saved["image_guidance"]) == (2.5, 4.0)
     assert saved["text_guidance_frames"] == 20
-    assert saved["sentence_history_frames"] == 0
-    set_guidance(2.5, 4.0, folder, history_frames=8)
-    assert (
-        torch.load(folder / "world.pt", weights_only=True)["config"]["sentence_history_frames"] == 8
-    )
     with pytest.raises(ValueError, match="frames"):
         set_guidance(2.0, 1.0, folder, text_frames=-1)
-    with pytest.raises(ValueError, match="history frames"):
-        set_guidance(2.0, 1.0, folder, history_frames=-1)
     torch.save({"config": {"width": 160}, "state": {}}, folder / "world.pt")  # a transformer
     with pytest.raises(ValueError, match="convolutional"):
         set_guidance(2.0, 2.0, folder)
@@ -711,29 +704,6 @@ def test_a_code_model_plays_from_its_seed_with_a_history_of_codes():
     roll.observe(first, torch.zeros(32), np.zeros(INPUT_FEATURES), 0)
     seen = roll.history[-1][None]  # an observed frame joins as its nearest codes
     assert torch.equal(seen, code_latents(nearest_codes(seen, model.codebook), model.codebook))
-
-
-def test_a_young_sentence_makes_each_drawn_frame_the_whole_history():
-    model = coded(small(context=4)).eval()
-    with torch.no_grad():
-        model.code_out.bias.normal_(0, 1.0)  # several codes in play at every cell
-    model.config.code_temperature = 1.0
-    model.config.sentence_history_frames = 2
-    roll = ConvRollout(model, theme=0, seed=3)
-    still = np.zeros(INPUT_FEATURES)
-    with torch.inference_mode():
-        for t in range(3):
-            roll.observe(torch.randn(8, 16, 16), torch.zeros(32), still, t)
-        roll.generate(still, 3)  # no sentence yet: the history is what was seen and drawn
-        assert not all(torch.equal(h, roll.history[-1]) for h in roll.history)
-        roll.generate(still, 4, text=torch.randn(384))  # typed now
-        assert len(roll.history) == 4
-        assert all(torch.equal(h, roll.history[-1]) for h in roll.history)
-        roll.generate(still, 5)  # remembered, one frame old
-        assert all(torch.equal(h, roll.history[-1]) for h in roll.history)
-        for t in range(6, 9):  # two frames old and more: the history fills as before
-            roll.generate(still, t)
-        assert not all(torch.equal(h, roll.history[-1]) for h in roll.history)
 
 
 def residual(model: ConvWorldModel, codes: int = 16) -> ConvWorldModel:
