@@ -242,33 +242,40 @@ def fidelity(
     return out
 
 
-def tokenizers(world: World, episodes: list[SimEpisode]) -> dict:
-    """The autoencoders alone on the episodes' true frames: the ceiling any rollout inherits.
-    For a code model also `code_recon_psnr`: the true latents snapped to the codebook and
-    decoded, the most a perfect code prediction could show (psnr_h1 reads against it)."""
-    truth = np.concatenate([e.frames for e in episodes])[::2]
+def through_tokenizer(world: World, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """(N, H, W, 3) true frames encoded and decoded: (continuous latents, latents snapped to
+    the codebook, or None for a model without codes). The coded frames are the most a perfect
+    code prediction could show."""
     model = world.model
     coder = model if isinstance(model, ConvWorldModel) and model.config.codes else None
     recon, coded = [], []
-    for i in range(0, len(truth), 64):
-        z = world.video_ae.encode(frames_to_tensor(truth[i : i + 64]))
+    for i in range(0, len(frames), 64):
+        z = world.video_ae.encode(frames_to_tensor(frames[i : i + 64]))
         recon.append(tensor_to_frames(world.video_ae.decode(z)))
         if coder is not None:
             coded.append(tensor_to_frames(world.video_ae.decode(coder.snap(z))))
+    return np.concatenate(recon), (np.concatenate(coded) if coded else None)
+
+
+def tokenizers(world: World, episodes: list[SimEpisode]) -> dict:
+    """The autoencoders alone on the episodes' true frames: the ceiling any rollout inherits.
+    For a code model also `code_recon_psnr` (psnr_h1 reads against it)."""
+    truth = np.concatenate([e.frames for e in episodes])[::2]
+    recon, coded = through_tokenizer(world, truth)
     sound = int16_to_float(np.concatenate([e.audio for e in episodes]))
     heard = world.audio_ae(sound).numpy()
     ref = sound.numpy()
     out = {
-        "ae_recon_psnr": M.pooled_psnr(np.concatenate(recon), truth),
-        "ae_sharpness": M.sharpness_ratio(np.concatenate(recon), truth),
-        "ae_seam_ratio": M.seam_ratio(np.concatenate(recon)),
+        "ae_recon_psnr": M.pooled_psnr(recon, truth),
+        "ae_sharpness": M.sharpness_ratio(recon, truth),
+        "ae_seam_ratio": M.seam_ratio(recon),
         "audio_ae_snr_db": float(
             10 * np.log10(np.mean(ref**2) / max(np.mean((heard - ref) ** 2), 1e-12))
         ),
     }
-    if coded:
-        out["code_recon_psnr"] = M.pooled_psnr(np.concatenate(coded), truth)
-        out["code_sharpness"] = M.sharpness_ratio(np.concatenate(coded), truth)
+    if coded is not None:
+        out["code_recon_psnr"] = M.pooled_psnr(coded, truth)
+        out["code_sharpness"] = M.sharpness_ratio(coded, truth)
     return out
 
 
@@ -321,6 +328,7 @@ def prompt_following(
     sim_list: list[bool] = []
     control_hits: list[bool] = []
     events: list[str] = []
+    judged_truth: list[np.ndarray] = []
     for i, case in enumerate(cases):
         ep = prompt_episode(case, i)
         control = prompt_episode(case, i, with_prompt=False)
@@ -328,6 +336,7 @@ def prompt_following(
         frames, _ = player.rollout(ep, PRIME_FRAMES, len(ep.inputs) - PRIME_FRAMES, seed=i)
         hit_list.append(judges.read_state(frames[-1:])[head][0] == target)
         sim_list.append(judges.read_state(ep.frames[-1:])[head][0] == target)
+        judged_truth.append(ep.frames[-1])
         control_hits.append(judges.read_state(control.frames[-1:])[head][0] == target)
         events.append(case.event)
         if (i + 1) % 5 == 0:
@@ -340,6 +349,9 @@ def prompt_following(
             for e in dict.fromkeys(events)
         }
 
+    ceilings = (
+        _prompt_ceilings(player.world, judges, cases, judged_truth, by_event) if cases else {}
+    )
     unjudged: dict[str, int] = {}
     for case in skipped:
         unjudged[case.event] = unjudged.get(case.event, 0) + 1
@@ -353,9 +365,38 @@ def prompt_following(
         ),
         "prompt_following_by_event": by_event(hits),
         "prompt_following_judge_on_sim_by_event": by_event(sim_hits),
+        **ceilings,
         "prompt_cases": len(cases),
         "prompt_cases_unjudged": unjudged,
     }
+
+
+def _prompt_ceilings(
+    world: World,
+    judges: Judges,
+    cases: list[PromptCase],
+    truth: list[np.ndarray],
+    by_event: Callable[[np.ndarray], dict[str, float]],
+) -> dict:
+    """The judge on the simulator's judged frames after the tokenizer (`_judge_on_ae`) and
+    through the codebook (`_judge_on_codes`): how much of each asked-for state the picture
+    can show at all, before any generator is involved."""
+    recon, coded = through_tokenizer(world, np.stack(truth))
+    out = {}
+    for name, frames in (("ae", recon), ("codes", coded)):
+        if frames is None:
+            continue
+        reads = judges.read_state(frames)
+        hits = np.array(
+            [
+                reads[head][i] == target
+                for i, (head, target) in enumerate(prompt_target(c.event) for c in cases)
+            ],
+            float,
+        )
+        out[f"prompt_following_judge_on_{name}"] = float(hits.mean())
+        out[f"prompt_following_judge_on_{name}_by_event"] = by_event(hits)
+    return out
 
 
 # -- memory ----------------------------------------------------------------------------------

@@ -1147,3 +1147,48 @@ def test_sentence_head_training_moves_the_sentence_head_alone(tmp_path, training
         conv.train_conv(dataclasses.replace(cfg, out=str(tmp_path / "x"), bank_share=0.5))
     with pytest.raises(ValueError, match="needs a code model with --sentence-head"):
         conv.train_conv(tiny_config(base, tmp_path / "y", 1, codes, sentence_only=True))
+
+
+def test_the_prompt_test_reads_the_asked_for_state_through_the_tokenizer_and_codebook():
+    """The ceilings judge the simulator's judged frames after the autoencoder and after the
+    codebook: a codebook that keeps every cell keeps what the judge sees, one code loses it."""
+    from engine.eval.classifiers import STATE_HEADS
+    from engine.eval.episodes import agent_episode
+    from engine.eval.protocols import PromptCase, prompt_target
+    from engine.eval.run import _prompt_ceilings
+    from engine.model.audio_ae import AudioAE, AudioAEConfig
+    from engine.model.checkpoint import load_checkpoint
+    from engine.model.video_ae import VideoAE, VideoAEConfig, frames_to_tensor
+    from engine.runtime.session import DEFAULT_WEIGHTS, World
+
+    class DetailJudge:  # reads "rain" wherever the picture keeps its detail
+        def read_state(self, frames: np.ndarray) -> dict[str, np.ndarray]:
+            seen = frames.reshape(len(frames), -1).std(axis=1) > 20.0
+            rain = prompt_target("rain")[1]
+            return {h: np.where(seen, rain, 0 if rain else 1) for h in STATE_HEADS}
+
+    torch.manual_seed(0)
+    ae = load_checkpoint(DEFAULT_WEIGHTS / "video_ae.pt", VideoAE, VideoAEConfig).eval()
+    truth = list(agent_episode(3, 8).frames[::4])
+    assert all(f.std() > 25.0 for f in truth)  # the simulator's frames all read as rain
+    cases = [PromptCase("rain", "make it pour")] * len(truth)
+    model = coded(small(), codes=2 * 256)
+    world = World(ae, AudioAE(AudioAEConfig(width=8)), model)
+
+    def ceilings() -> dict:
+        return _prompt_ceilings(world, DetailJudge(), cases, truth, lambda v: {"rain": v.mean()})  # type: ignore[arg-type]
+
+    with torch.inference_mode():
+        cells = ae.encode(frames_to_tensor(np.stack(truth))).permute(0, 2, 3, 1).reshape(-1, 8)
+        model.codebook.copy_(cells)
+        exact = ceilings()
+        model.codebook.copy_(cells.mean(dim=0).expand_as(cells))
+        flat = ceilings()
+    assert exact["prompt_following_judge_on_ae"] == 1.0
+    assert exact["prompt_following_judge_on_codes"] == 1.0
+    assert flat["prompt_following_judge_on_ae"] == 1.0
+    assert flat["prompt_following_judge_on_codes"] == 0.0
+    assert flat["prompt_following_judge_on_codes_by_event"] == {"rain": 0.0}
+    plain_world = World(ae, world.audio_ae, small())
+    plain = _prompt_ceilings(plain_world, DetailJudge(), cases, truth, lambda v: {})  # type: ignore[arg-type]
+    assert "prompt_following_judge_on_codes" not in plain
