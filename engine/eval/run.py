@@ -317,9 +317,12 @@ def untrusted_heads(judges: Judges) -> set[str]:
 def prompt_following(
     player: ModelPlayer, judges: Judges, cases: list[PromptCase], progress: Log
 ) -> dict:
-    """Cases whose event is read by an untrusted head (a coin flip on the simulator's own
-    frames) are run for nobody: they are listed in `prompt_cases_unjudged` and left out of
-    every figure, so a figure never averages in a judge that cannot see what it scores."""
+    """`prompt_following_kept_from_truth` asks the other half of the question: once the
+    picture shows the state (the simulator's frames up to the sentence), does the model keep
+    it for the 2 s? Cases whose event is read by an untrusted head (a coin flip on the
+    simulator's own frames) are run for nobody: they are listed in `prompt_cases_unjudged`
+    and left out of every figure, so a figure never averages in a judge that cannot see what
+    it scores."""
     untrusted = untrusted_heads(judges)
     skipped = [case for case in cases if prompt_target(case.event)[0] in untrusted]
     cases = [case for case in cases if case not in skipped]
@@ -327,6 +330,7 @@ def prompt_following(
     hit_list: list[bool] = []
     sim_list: list[bool] = []
     control_hits: list[bool] = []
+    kept_list: list[bool] = []
     events: list[str] = []
     judged_truth: list[np.ndarray] = []
     for i, case in enumerate(cases):
@@ -338,10 +342,15 @@ def prompt_following(
         sim_list.append(judges.read_state(ep.frames[-1:])[head][0] == target)
         judged_truth.append(ep.frames[-1])
         control_hits.append(judges.read_state(control.frames[-1:])[head][0] == target)
+        # the same frame when the history already shows the state (primed with the truth up
+        # to the sentence's own frame) and the model is never told the sentence
+        kept, _ = player.rollout(ep, PRIME_FRAMES + 1, len(ep.inputs) - PRIME_FRAMES - 1, seed=i)
+        kept_list.append(judges.read_state(kept[-1:])[head][0] == target)
         events.append(case.event)
         if (i + 1) % 5 == 0:
             progress(f"  prompt case {i + 1}/{len(cases)}")
     hits, sim_hits = np.array(hit_list, float), np.array(sim_list, float)
+    kept_hits = np.array(kept_list, float)
 
     def by_event(values: np.ndarray) -> dict[str, float]:
         return {
@@ -363,6 +372,8 @@ def prompt_following(
         "prompt_following_no_prompt_control_on_sim": (
             float(np.mean(control_hits)) if control_hits else None
         ),
+        "prompt_following_kept_from_truth": float(kept_hits.mean()) if len(hits) else None,
+        "prompt_following_kept_from_truth_ci": M.bootstrap_ci(kept_hits),
         "prompt_following_by_event": by_event(hits),
         "prompt_following_judge_on_sim_by_event": by_event(sim_hits),
         **ceilings,

@@ -23,6 +23,7 @@ from engine.eval.judge_data import (
 )
 from engine.eval.protocols import (
     GIFT_VIEWS,
+    PROMPT_JUDGE_AFTER,
     RECOLOUR_BANDS,
     RECOLOUR_FRAMES,
     REFERENCE_MIN_DISTANCE,
@@ -251,3 +252,40 @@ def test_the_reference_section_gives_the_picture_to_one_session_of_each_pair(mon
     assert out["reference_recolour"] == out["reference_recolour_sim"] > 0
     assert out["reference_recolour_ratio"] == pytest.approx(1.0)
     assert set(out["reference_recolour_by_band"]) == set(RECOLOUR_BANDS)
+
+
+def test_the_kept_figure_judges_the_same_frame_from_a_history_that_already_shows_the_state(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """The kept rollout is primed with the truth through the sentence's own frame, is never
+    told the sentence (it was typed inside the priming) and ends on the judged frame."""
+    from engine.eval import run
+    from engine.eval.classifiers import STATE_HEADS
+
+    rain = prompt_target("rain")[1]
+
+    class DetailJudges:  # reads rain wherever the frame is not flat
+        accuracy = {f"state_{h}": {"balanced_accuracy": 0.95} for h in STATE_HEADS}
+
+        def read_state(self, frames: np.ndarray) -> dict[str, np.ndarray]:
+            seen = frames.reshape(len(frames), -1).std(axis=1) > 1.0
+            return {h: np.where(seen, rain, 1 - rain) for h in STATE_HEADS}
+
+    class ReplayingPlayer:  # flat frames when told the sentence, the truth when it was primed
+        world = None
+        calls: list[tuple[int, int, bool]] = []
+
+        def rollout(self, ep: SimEpisode, start: int, horizon: int, seed: int = 0):
+            told = start <= PRIME_FRAMES < start + horizon
+            self.calls.append((start, start + horizon, told))
+            frames = np.zeros_like(ep.frames[start : start + horizon])
+            return (frames if told else ep.frames[start : start + horizon]), None
+
+    monkeypatch.setattr(run, "_prompt_ceilings", lambda *a: {})
+    player = ReplayingPlayer()
+    cases = [PromptCase("rain", "make it pour"), PromptCase("rain", "let the sky weep")]
+    out = run.prompt_following(player, DetailJudges(), cases, lambda _: None)  # type: ignore[arg-type]
+    end = PRIME_FRAMES + PROMPT_JUDGE_AFTER + 1
+    assert player.calls == [(PRIME_FRAMES, end, True), (PRIME_FRAMES + 1, end, False)] * 2
+    assert out["prompt_following"] == 0.0
+    assert out["prompt_following_kept_from_truth"] == 1.0
