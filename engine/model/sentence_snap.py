@@ -7,6 +7,12 @@ model as the rain it knows rather than as a direction it never saw. A sentence c
 ("hello there") is left as it is. The table holds training sentences only (never the eval's
 held-out wording), so what the eval measures is still how the runtime handles unseen text.
 The table lives beside the weights (`SNAP_FILE`); without it nothing is snapped.
+
+Where the table also names each sentence's event (`events`), a close sentence is moved onto
+its nearest event's prototype instead: the unit mean of that event's training sentences.
+The text encoder puts "cue the rainfall" nearest to "stop the rain"; the mean of ten ways of
+asking for rain is harder to confuse with the mean of the ways of stopping it (MODEL.md v23:
+the event a held-out sentence reaches, 0.63 -> 0.80 of the eval's 41).
 """
 
 from __future__ import annotations
@@ -27,10 +33,13 @@ class SentenceSnap:
     floor: float = 0.45  # below this cosine to every one of them, a sentence is left alone
     neighbours: int = 3
     temperature: float = 0.05  # softmax temperature over the neighbours' cosines
+    events: np.ndarray | None = None  # (N,) int: each sentence's event (prototype snap)
 
     def __post_init__(self) -> None:
         if self.table.ndim != 2 or self.table.shape[1] != TEXT_DIM or not len(self.table):
             raise ValueError(f"a sentence table is (N, {TEXT_DIM}), got {self.table.shape}")
+        if self.events is not None and self.events.shape != (len(self.table),):
+            raise ValueError(f"one event per table row: {len(self.table)}, got {self.events.shape}")
         if not -1.0 <= self.floor <= 1.0:
             raise ValueError("the snap floor is a cosine: between -1 and 1")
         if self.neighbours < 1 or self.temperature <= 0:
@@ -45,16 +54,30 @@ class SentenceSnap:
         weights = np.exp((near - near[:, :1]) / self.temperature)
         weights /= weights.sum(axis=1, keepdims=True)
         snapped = np.einsum("bk,bkd->bd", weights, self.table[top])
+        if self.events is not None:
+            prototypes = self.prototypes()
+            snapped = prototypes[(vectors @ prototypes.T).argmax(axis=1)]
         snapped /= np.linalg.norm(snapped, axis=1, keepdims=True)
         close = near[:, 0] >= self.floor
         return np.where(close[:, None], snapped, vectors).astype(np.float32)
 
+    def prototypes(self) -> np.ndarray:
+        """(E, TEXT_DIM) the unit mean of each event's sentences (rows by event id; an id no
+        sentence has gets a zero row, which no sentence is nearest to)."""
+        assert self.events is not None
+        sums = np.zeros((int(self.events.max()) + 1, self.table.shape[1]), np.float64)
+        np.add.at(sums, self.events, self.table)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        return (sums / np.maximum(norms, 1e-12)).astype(np.float32)
+
     def save(self, path: str | Path) -> Path:
         path = Path(path)
+        extra = {} if self.events is None else {"events": self.events.astype(np.int64)}
         np.savez(
             path,
             table=self.table.astype(np.float16),
             settings=np.array([self.floor, self.neighbours, self.temperature], np.float64),
+            **extra,
         )
         return path
 
@@ -63,5 +86,6 @@ class SentenceSnap:
         with np.load(path) as saved:
             table = saved["table"].astype(np.float32)
             floor, neighbours, temperature = saved["settings"].tolist()
+            events = saved["events"] if "events" in saved.files else None
         table /= np.linalg.norm(table, axis=1, keepdims=True)  # undo fp16 rounding
-        return cls(table, float(floor), int(neighbours), float(temperature))
+        return cls(table, float(floor), int(neighbours), float(temperature), events)

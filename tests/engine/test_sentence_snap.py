@@ -83,3 +83,39 @@ def test_the_written_table_holds_the_training_sentences_and_never_the_held_out_o
     assert cosines.max() < 0.999  # no held-out wording in the table
     assert (unit(fake.encode(train)) @ snap.table.T).max(axis=1).min() > 0.999
     assert set_sentence_snap(tmp_path, on=False) == path and not path.exists()
+
+
+def test_with_events_a_sentence_goes_to_its_nearest_events_prototype_not_its_nearest_sentence(
+    tmp_path,
+):
+    """One sentence of event 1 is the single nearest, but event 0's three together are
+    nearer: the by-sentence snap follows the one, the by-event snap the three."""
+    e = np.eye(TEXT_DIM, dtype=np.float32)
+    rows = np.stack([e[0], e[1], e[2], e[3]])
+    typed = unit((0.5 * e[3] + 0.45 * (e[0] + e[1] + e[2]))[None])
+    by_sentence = SentenceSnap(rows, floor=0.3, neighbours=1)
+    by_event = SentenceSnap(rows, floor=0.3, neighbours=1, events=np.array([0, 0, 0, 1]))
+    np.testing.assert_allclose(by_sentence(typed)[0], e[3], atol=1e-6)
+    np.testing.assert_allclose(by_event(typed)[0], unit((e[0] + e[1] + e[2])[None])[0], rtol=1e-5)
+    far = unit(e[4:5] + 0.01)
+    np.testing.assert_array_equal(by_event(far), far)  # the floor still leaves it alone
+    back = SentenceSnap.load(by_event.save(tmp_path / SNAP_FILE))
+    np.testing.assert_array_equal(back.events, [0, 0, 0, 1])
+    assert SentenceSnap.load(by_sentence.save(tmp_path / "plain.npz")).events is None
+    with pytest.raises(ValueError, match="one event per table row"):
+        SentenceSnap(rows, events=np.array([0, 1]))
+
+
+def test_the_written_table_names_each_training_sentences_event(tmp_path, monkeypatch):
+    import engine.train.latents as latents
+    from engine.sim.prompts import EVENT_NAMES, training_paraphrases
+    from engine.train.ship import set_sentence_snap
+
+    fake = FakeText()
+    monkeypatch.setattr(latents, "TextEncoder", lambda: fake)
+    snap = SentenceSnap.load(set_sentence_snap(tmp_path))
+    train = sorted({t for e in EVENTS for t in e.train})
+    assert snap.events is not None and len(snap.events) == len(train)
+    for text, event in zip(train, snap.events, strict=True):
+        assert text in training_paraphrases(EVENT_NAMES[event])
+    assert SentenceSnap.load(set_sentence_snap(tmp_path, by_event=False)).events is None
