@@ -393,7 +393,7 @@ def _prompt_ceilings(
     through the codebook (`_judge_on_codes`): how much of each asked-for state the picture
     can show at all, before any generator is involved."""
     recon, coded = through_tokenizer(world, np.stack(truth))
-    out = {}
+    out: dict[str, float | dict[str, float]] = {}
     for name, frames in (("ae", recon), ("codes", coded)):
         if frames is None:
             continue

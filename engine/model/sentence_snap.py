@@ -72,13 +72,13 @@ class SentenceSnap:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
-        extra = {} if self.events is None else {"events": self.events.astype(np.int64)}
-        np.savez(
-            path,
-            table=self.table.astype(np.float16),
-            settings=np.array([self.floor, self.neighbours, self.temperature], np.float64),
-            **extra,
-        )
+        arrays: dict[str, np.ndarray] = {
+            "table": self.table.astype(np.float16),
+            "settings": np.array([self.floor, self.neighbours, self.temperature], np.float64),
+        }
+        if self.events is not None:
+            arrays["events"] = self.events.astype(np.int64)
+        np.savez(path, **arrays)  # type: ignore[arg-type]
         return path
 
     @classmethod
