@@ -85,18 +85,21 @@ def test_the_written_table_holds_the_training_sentences_and_never_the_held_out_o
     assert set_sentence_snap(tmp_path, on=False) == path and not path.exists()
 
 
-def test_with_events_a_sentence_goes_to_its_nearest_events_prototype_not_its_nearest_sentence(
+def test_with_events_a_sentence_goes_to_the_sentences_of_the_event_whose_prototype_is_nearest(
     tmp_path,
 ):
     """One sentence of event 1 is the single nearest, but event 0's three together are
-    nearer: the by-sentence snap follows the one, the by-event snap the three."""
+    nearer: the by-sentence snap follows the one, the by-event snap the three (only)."""
     e = np.eye(TEXT_DIM, dtype=np.float32)
     rows = np.stack([e[0], e[1], e[2], e[3]])
     typed = unit((0.5 * e[3] + 0.45 * (e[0] + e[1] + e[2]))[None])
     by_sentence = SentenceSnap(rows, floor=0.3, neighbours=1)
-    by_event = SentenceSnap(rows, floor=0.3, neighbours=1, events=np.array([0, 0, 0, 1]))
+    events = np.array([0, 0, 0, 1])
+    by_event = SentenceSnap(rows, floor=0.3, neighbours=4, temperature=1.0, events=events)
     np.testing.assert_allclose(by_sentence(typed)[0], e[3], atol=1e-6)
     np.testing.assert_allclose(by_event(typed)[0], unit((e[0] + e[1] + e[2])[None])[0], rtol=1e-5)
+    one = SentenceSnap(rows, floor=0.3, neighbours=1, events=events)(typed)[0]
+    assert one[:3].max() == pytest.approx(1.0) and one[3] == 0.0  # one of event 0's sentences
     far = unit(e[4:5] + 0.01)
     np.testing.assert_array_equal(by_event(far), far)  # the floor still leaves it alone
     back = SentenceSnap.load(by_event.save(tmp_path / SNAP_FILE))
@@ -119,3 +122,15 @@ def test_the_written_table_names_each_training_sentences_event(tmp_path, monkeyp
     for text, event in zip(train, snap.events, strict=True):
         assert text in training_paraphrases(EVENT_NAMES[event])
     assert SentenceSnap.load(set_sentence_snap(tmp_path, by_event=False)).events is None
+
+
+def test_a_close_rewording_of_a_training_sentence_keeps_its_event_over_the_prototypes():
+    """Event 1 is four unrelated sentences, so its prototype is far from each: a rewording
+    of one of them (cosine 0.86) still keeps event 1 ("please stop the rain" and "clear")."""
+    e = np.eye(TEXT_DIM, dtype=np.float32)
+    rows, events = e[:7], np.array([0, 0, 0, 1, 1, 1, 1])
+    typed = unit((0.86 * e[3] + 0.51 * (e[0] + e[1] + e[2]) / np.sqrt(3))[None])
+    snap = SentenceSnap(rows, floor=0.3, neighbours=1, events=events)
+    np.testing.assert_allclose(snap(typed)[0], e[3], atol=1e-6)
+    by_prototype = SentenceSnap(rows, floor=0.3, neighbours=1, events=events, reworded=0.9)
+    assert by_prototype(typed)[0][:3].max() == pytest.approx(1.0)  # event 0's prototype wins
