@@ -199,12 +199,6 @@ def main(argv: list[str] | None = None) -> int:
         help="sentence-snap: training sentences a typed one is moved onto (3)",
     )
     parser.add_argument(
-        "--snap-by-sentence",
-        action="store_true",
-        help="sentence-snap: move onto the nearest training sentences rather than onto the "
-        "prototype of the nearest event (the pre-v23 snap)",
-    )
-    parser.add_argument(
         "--whole-cells",
         action="store_true",
         help="camera-warp: a session moves its history by whole cells (the rest carried)",
@@ -475,7 +469,6 @@ def main(argv: list[str] | None = None) -> int:
                 not args.off,
                 args.snap_floor,
                 args.snap_neighbours,
-                by_event=not args.snap_by_sentence,
             )
         except ValueError as err:
             parser.error(str(err))

@@ -75,24 +75,18 @@ def set_sentence_snap(
     on: bool = True,
     floor: float | None = None,
     neighbours: int | None = None,
-    by_event: bool = True,
 ) -> Path:
     """Write (or with `on` False remove) the weights' sentence snap: every training
     paraphrase's embedding, so a typed sentence reaches the model as the training sentences
-    it resembles (engine/model/sentence_snap.py; its defaults where a setting is None); with
-    `by_event`, as the prototype of the event they ask for."""
+    it resembles (engine/model/sentence_snap.py; its defaults where a setting is None)."""
     path = Path(weights) / SNAP_FILE
     if not on:
         path.unlink(missing_ok=True)
         return path
-    from engine.sim.prompts import EVENT_NAMES, training_paraphrases
-
     from .latents import training_text_table
 
-    known = training_text_table()
-    event_of = {t: i for i, e in enumerate(EVENT_NAMES) for t in training_paraphrases(e)}
-    events = np.array([event_of[t] for t in known]) if by_event else None
-    snap = SentenceSnap(np.stack(list(known.values())), events=events)
+    table = np.stack(list(training_text_table().values()))
+    snap = SentenceSnap(table)
     snap = dataclasses.replace(
         snap,
         floor=snap.floor if floor is None else floor,
