@@ -333,6 +333,7 @@ def prompt_following(
     kept_list: list[bool] = []
     events: list[str] = []
     judged_truth: list[np.ndarray] = []
+    targets: list[tuple[str, int]] = []
     for i, case in enumerate(cases):
         ep = prompt_episode(case, i)
         control = prompt_episode(case, i, with_prompt=False)
@@ -341,6 +342,7 @@ def prompt_following(
         hit_list.append(judges.read_state(frames[-1:])[head][0] == target)
         sim_list.append(judges.read_state(ep.frames[-1:])[head][0] == target)
         judged_truth.append(ep.frames[-1])
+        targets.append((head, target))
         control_hits.append(judges.read_state(control.frames[-1:])[head][0] == target)
         # the same frame when the history already shows the state (primed with the truth up
         # to the sentence's own frame) and the model is never told the sentence
@@ -359,7 +361,7 @@ def prompt_following(
         }
 
     ceilings = (
-        _prompt_ceilings(player.world, judges, cases, judged_truth, by_event) if cases else {}
+        _prompt_ceilings(player.world, judges, judged_truth, targets, by_event) if cases else {}
     )
     unjudged: dict[str, int] = {}
     for case in skipped:
@@ -372,7 +374,7 @@ def prompt_following(
         "prompt_following_no_prompt_control_on_sim": (
             float(np.mean(control_hits)) if control_hits else None
         ),
-        "prompt_following_kept_from_truth": float(kept_hits.mean()) if len(hits) else None,
+        "prompt_following_kept_from_truth": float(kept_hits.mean()) if len(kept_hits) else None,
         "prompt_following_kept_from_truth_ci": M.bootstrap_ci(kept_hits),
         "prompt_following_by_event": by_event(hits),
         "prompt_following_judge_on_sim_by_event": by_event(sim_hits),
@@ -385,8 +387,8 @@ def prompt_following(
 def _prompt_ceilings(
     world: World,
     judges: Judges,
-    cases: list[PromptCase],
     truth: list[np.ndarray],
+    targets: list[tuple[str, int]],
     by_event: Callable[[np.ndarray], dict[str, float]],
 ) -> dict:
     """The judge on the simulator's judged frames after the tokenizer (`_judge_on_ae`) and
@@ -398,13 +400,7 @@ def _prompt_ceilings(
         if frames is None:
             continue
         reads = judges.read_state(frames)
-        hits = np.array(
-            [
-                reads[head][i] == target
-                for i, (head, target) in enumerate(prompt_target(c.event) for c in cases)
-            ],
-            float,
-        )
+        hits = np.array([reads[h][i] == t for i, (h, t) in enumerate(targets)], float)
         out[f"prompt_following_judge_on_{name}"] = float(hits.mean())
         out[f"prompt_following_judge_on_{name}_by_event"] = by_event(hits)
     return out

@@ -1154,7 +1154,7 @@ def test_the_prompt_test_reads_the_asked_for_state_through_the_tokenizer_and_cod
     codebook: a codebook that keeps every cell keeps what the judge sees, one code loses it."""
     from engine.eval.classifiers import STATE_HEADS
     from engine.eval.episodes import agent_episode
-    from engine.eval.protocols import PromptCase, prompt_target
+    from engine.eval.protocols import prompt_target
     from engine.eval.run import _prompt_ceilings
     from engine.model.audio_ae import AudioAE, AudioAEConfig
     from engine.model.checkpoint import load_checkpoint
@@ -1171,12 +1171,12 @@ def test_the_prompt_test_reads_the_asked_for_state_through_the_tokenizer_and_cod
     ae = load_checkpoint(DEFAULT_WEIGHTS / "video_ae.pt", VideoAE, VideoAEConfig).eval()
     truth = list(agent_episode(3, 8).frames[::4])
     assert all(f.std() > 25.0 for f in truth)  # the simulator's frames all read as rain
-    cases = [PromptCase("rain", "make it pour")] * len(truth)
+    targets = [prompt_target("rain")] * len(truth)
     model = coded(small(), codes=2 * 256)
     world = World(ae, AudioAE(AudioAEConfig(width=8)), model)
 
     def ceilings() -> dict:
-        return _prompt_ceilings(world, DetailJudge(), cases, truth, lambda v: {"rain": v.mean()})  # type: ignore[arg-type]
+        return _prompt_ceilings(world, DetailJudge(), truth, targets, lambda v: {"rain": v.mean()})  # type: ignore[arg-type]
 
     with torch.inference_mode():
         cells = ae.encode(frames_to_tensor(np.stack(truth))).permute(0, 2, 3, 1).reshape(-1, 8)
@@ -1190,5 +1190,5 @@ def test_the_prompt_test_reads_the_asked_for_state_through_the_tokenizer_and_cod
     assert flat["prompt_following_judge_on_codes"] == 0.0
     assert flat["prompt_following_judge_on_codes_by_event"] == {"rain": 0.0}
     plain_world = World(ae, world.audio_ae, small())
-    plain = _prompt_ceilings(plain_world, DetailJudge(), cases, truth, lambda v: {})  # type: ignore[arg-type]
+    plain = _prompt_ceilings(plain_world, DetailJudge(), truth, targets, lambda v: {})  # type: ignore[arg-type]
     assert "prompt_following_judge_on_codes" not in plain
