@@ -97,28 +97,7 @@ class Renderer:
         self.last_source: np.ndarray | None = None  # (H, W) table index of each pixel
         self.last_cells: np.ndarray | None = None  # (slices, W) map cell of each terrain sample
         self.pano_cols = np.arange(size, dtype=np.int32)
-        rng = np.random.default_rng(seed)
-        self.rain = _streaks(
-            rng,
-            size,
-            count=size * 3 // 4,
-            length=max(3, size // 16),
-            slant=0.25,
-            speed=size // 6,
-            colour=(190, 200, 225),
-            alpha=0.55,
-        )
-        self.snow = _streaks(
-            rng,
-            size,
-            count=size * 2 // 3,
-            length=max(1, size // 64),
-            slant=0.08,
-            speed=max(1, size // 48),
-            colour=(250, 250, 255),
-            alpha=0.9,
-            width=max(1, size // 64),
-        )
+        self.overlays = weather_overlays(size, seed)
 
     @property
     def slices(self) -> int:
@@ -219,7 +198,7 @@ class Renderer:
                 if self._draw(image, pixel_depth, board, box, lighting):
                     drawn.add(board.key)
 
-        overlay = self.rain if weather == "rain" else self.snow if weather == "snow" else None
+        overlay = self.overlays.get(weather)
         if overlay is not None:
             pixels = image.reshape(-1, 3)
             idx = overlay.frames[frame_index % len(overlay.frames)]
@@ -268,6 +247,45 @@ class Renderer:
         region = image[y0c:y1c, x0c:x1c]
         region[mask] = np.clip(rgb, 0, 255)
         return True
+
+
+def weather_overlays(size: int, seed: int) -> dict[str, Overlay]:
+    """The world's rain streaks and snowflakes (drawn from its seed), by weather."""
+    rng = np.random.default_rng(seed)
+    rain = _streaks(
+        rng,
+        size,
+        count=size * 3 // 4,
+        length=max(3, size // 16),
+        slant=0.25,
+        speed=size // 6,
+        colour=(190, 200, 225),
+        alpha=0.55,
+    )
+    snow = _streaks(
+        rng,
+        size,
+        count=size * 2 // 3,
+        length=max(1, size // 64),
+        slant=0.08,
+        speed=max(1, size // 48),
+        colour=(250, 250, 255),
+        alpha=0.9,
+        width=max(1, size // 64),
+    )
+    return {"rain": rain, "snow": snow}
+
+
+def overlay_alpha(
+    overlays: dict[str, Overlay], weather: str, frame_index: int, size: int
+) -> np.ndarray:
+    """(size, size) float32: how much of each pixel of frame `frame_index` the weather's
+    overlay covers (0 where it draws nothing; all 0 in clear weather or fog)."""
+    alpha = np.zeros(size * size, np.float32)
+    overlay = overlays.get(weather)
+    if overlay is not None:
+        alpha[overlay.frames[frame_index % len(overlay.frames)]] = overlay.alpha
+    return alpha.reshape(size, size)
 
 
 def _streaks(rng, size, count, length, slant, speed, colour, alpha, width=1) -> Overlay:
