@@ -10,7 +10,8 @@ it), measure (rollout picture quality against the simulator, engine/train/measur
 and log-spectral distance of audio tokenizers on held-out audio), or the issue-11 fine-tunes
 warm-started from shipped weights (engine/train/finetune.py): latents, errorbank, finetune,
 decoder; or conv, the convolutional world model trained on its own unrolled rollouts
-(engine/train/conv_generator.py).
+(engine/train/conv_generator.py); or particles, the rain and snow layer drawn over the
+picture (engine/train/particles.py).
 
 Every stage resumes from its checkpoint under --out when re-run with the same arguments.
 """
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             "latents",
             "audio-study",
             "conv",
+            "particles",
         ),
     )
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
@@ -640,6 +642,20 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(json.dumps(result, indent=1))
         path = Path(args.heldout)
+    elif args.stage == "particles":
+        from .particles import ParticlesTrainConfig, train_particles
+
+        given = {
+            "data": args.data,
+            "out": args.out,
+            "text_table": args.text_table,
+            "minutes": args.minutes,
+            "seed": args.seed,
+            "codes": args.codes,
+        }
+        path = train_particles(
+            ParticlesTrainConfig(**{k: v for k, v in given.items() if v is not None})
+        )
     elif args.stage == "text-table":
         from .latents import save_text_table
 
