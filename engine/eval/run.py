@@ -244,16 +244,25 @@ def fidelity(
 
 def through_tokenizer(world: World, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """(N, H, W, 3) true frames encoded and decoded: (continuous latents, latents snapped to
-    the codebook, or None for a model without codes). The coded frames are the most a perfect
-    code prediction could show."""
+    the codebook, or None for a model without codes), with the particle layer's rain or snow
+    drawn over both where the weights have one. The coded frames are the most a perfect code
+    prediction could show."""
     model = world.model
     coder = model if isinstance(model, ConvWorldModel) and model.config.codes else None
     recon, coded = [], []
+    noise = torch.Generator().manual_seed(0)
     for i in range(0, len(frames), 64):
-        z = world.video_ae.encode(frames_to_tensor(frames[i : i + 64]))
-        recon.append(tensor_to_frames(world.video_ae.decode(z)))
+        pictures = frames_to_tensor(frames[i : i + 64])
+        z = world.video_ae.encode(pictures)
+        shown = [world.video_ae.decode(z)] + (
+            [world.video_ae.decode(coder.snap(z))] if coder else []
+        )
+        if world.particles is not None:  # the particle layer carries what the latent cannot
+            codes = world.particles.nearest(world.particles.read(pictures))
+            shown = [world.particles.composite(p, codes, noise) for p in shown]
+        recon.append(tensor_to_frames(shown[0]))
         if coder is not None:
-            coded.append(tensor_to_frames(world.video_ae.decode(coder.snap(z))))
+            coded.append(tensor_to_frames(shown[1]))
     return np.concatenate(recon), (np.concatenate(coded) if coded else None)
 
 

@@ -26,6 +26,7 @@ from engine.model.audio_ae import AudioAE, AudioAEConfig, float_to_int16, int16_
 from engine.model.checkpoint import load_checkpoint
 from engine.model.conv_world import ConvWorldModel, warp_picture
 from engine.model.inputs import input_features
+from engine.model.particles import PARTICLES_FILE, Particles, ParticlesConfig
 from engine.model.sentence_snap import SNAP_FILE, SentenceSnap
 from engine.model.text import TextEncoder
 from engine.model.video_ae import (
@@ -88,8 +89,10 @@ class World:
         text_encoder: TextEncoder | None = None,
         openings: Openings | None = None,
         snap: SentenceSnap | None = None,
+        particles: Particles | None = None,
     ):
         self.video_ae, self.audio_ae, self.model = video_ae.eval(), audio_ae.eval(), model.eval()
+        self.particles = particles.eval() if particles is not None else None
         self.text = text_encoder or TextEncoder()
         self.snap = snap
         self.resolution = 8 * model.config.latent_size
@@ -118,13 +121,20 @@ class World:
         missing = [f for f in WEIGHT_FILES if not (folder / f).exists()]
         if missing:
             raise FileNotFoundError(f"weights missing in {folder}: {missing}")
-        openings, snap = folder / OPENINGS_FILE, folder / SNAP_FILE
+        openings, snap, particles = (
+            folder / OPENINGS_FILE,
+            folder / SNAP_FILE,
+            folder / PARTICLES_FILE,
+        )
         world = cls(
             load_checkpoint(folder / "video_ae.pt", VideoAE, VideoAEConfig),
             load_checkpoint(folder / "audio_ae.pt", AudioAE, AudioAEConfig),
             load_world_model(folder / "world.pt"),
             openings=Openings.load(openings) if openings.exists() else None,
             snap=SentenceSnap.load(snap) if snap.exists() else None,
+            particles=load_checkpoint(particles, Particles, ParticlesConfig)
+            if particles.exists()
+            else None,
         )
         if preload_text:
             world.text.encode(["warm up"])
@@ -183,6 +193,10 @@ class Session:
     def __init__(self, world: World, theme: int, seed: int):
         self.world = world
         self.rollout = world.new_rollout(theme, None, seed=seed)
+        # the rain or snow over the picture (engine/model/particles.py): its own random
+        # numbers, so the world's draws are the same with or without it
+        self.particle_noise = torch.Generator().manual_seed(seed)
+        self.particle_code = world.particles.rest_code if world.particles is not None else 0
         self.frame_index = 0
         self._lock = threading.Lock()
         self._keys = 0
@@ -263,6 +277,7 @@ class Session:
         audio: list[torch.Tensor] = []
         answered: list[int] = []
         moves: list[torch.Tensor | None] = []
+        particle_codes: list[int] = []
         length = 1
         while len(latents) < length:
             keys, yaw, pitch, loud, onset, prompts, image, ids = self._take_inputs()
@@ -276,6 +291,7 @@ class Session:
                 length = max(1, min(length, max_frames))
             inputs = input_features(keys, yaw, pitch, loud, onset, image is not None)
             z, a = self.rollout.generate(inputs, self.frame_index, text)
+            particle_codes.append(self._next_particle_code(text))
             latents.append(z)
             pictures.append(self.rollout.last_frame)
             moves.append(self.rollout.display_move())
@@ -285,6 +301,9 @@ class Session:
             decoded = torch.cat([p for p in pictures if p is not None])
         else:
             decoded = self.world.video_ae.decode(torch.stack(latents))
+        if self.world.particles is not None:
+            codes = torch.tensor(particle_codes)
+            decoded = self.world.particles.composite(decoded, codes, self.particle_noise)
         video = tensor_to_frames(shown_pictures(decoded, moves))
         wave = float_to_int16(self.world.audio_ae.decode(torch.stack(audio)).reshape(-1))
         pts = np.arange(first, self.frame_index, dtype=np.float64) / FPS
@@ -292,6 +311,14 @@ class Session:
         return Chunk(
             video, wave, pts, first, answered=answered, gen_ms=(time.perf_counter() - t0) * 1000
         )
+
+    def _next_particle_code(self, text: np.ndarray | None) -> int:
+        """The particle code of the frame just generated, from the last one and the sentence."""
+        if self.world.particles is None:
+            return 0
+        told = None if text is None else torch.as_tensor(text, dtype=torch.float32)
+        self.particle_code = self.world.particles.next_code(self.particle_code, told)
+        return self.particle_code
 
     @torch.inference_mode()
     def prime(
@@ -305,7 +332,11 @@ class Session:
         `around` (m, H, W, 3), if given, is the rest of a full turn from the last frame in
         m + 1 equal steps to the right (`SimWorld.look_around`): the directions the session
         knows before it first faces them."""
-        z = self.world.video_ae.encode(frames_to_tensor(self._checked_frames(frames, "prime")))
+        pictures = frames_to_tensor(self._checked_frames(frames, "prime"))
+        z = self.world.video_ae.encode(pictures)
+        if self.world.particles is not None and len(pictures):
+            particles = self.world.particles
+            self.particle_code = int(particles.nearest(particles.read(pictures[-1:]))[0])
         a = (
             self.world.audio_ae.encode(int16_to_float(audio))
             if audio is not None

@@ -288,3 +288,28 @@ def test_prepare_encodes_a_sentence_once_and_the_prepared_push_is_the_same_input
     assert prepared_session.prepare(action) is action  # nothing slow to do
     with pytest.raises(EventError, match="prompt.text"):
         prepared_session.prepare({"kind": "prompt", "text": "  "})
+
+
+def test_a_session_draws_its_particle_code_over_the_picture_and_nothing_else_changes():
+    """The particle layer only draws over the decoded picture: with a rest code the frames are
+    the same as without the layer, and after the sentence that turns it on, the frames
+    differ only where its overlay drew."""
+    from engine.model.particles import Particles, ParticlesConfig
+
+    layer = Particles(ParticlesConfig(codes=2)).eval()
+    with torch.no_grad():
+        layer.style[2].bias[: layer.config.filters] = 1.0
+    layer.set_codebook(torch.stack([torch.full((4,), -1.0), torch.ones(4)]))
+    layer.drawn[0] = False  # code 0: a clear sky
+    layer.next_code = lambda previous, text: 1 if text is not None else previous  # type: ignore
+    plain, drawn = tiny_world(), tiny_world()
+    drawn.particles = layer
+    sessions = [w.start({"seed": 4}) for w in (plain, drawn)]
+    first = [s.next_chunk().video for s in sessions]
+    assert np.array_equal(first[0], first[1]) and sessions[1].particle_code == 0
+    for s in sessions:
+        s.push(Prompt("make it rain"))
+    rainy = [s.next_chunk().video for s in sessions]
+    assert sessions[1].particle_code == 1
+    changed = np.any(rainy[0] != rainy[1], axis=-1).mean()
+    assert 0.005 < changed < 0.9

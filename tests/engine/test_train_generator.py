@@ -199,11 +199,13 @@ def test_fine_tunes_write_a_complete_weights_folder_with_only_the_tuned_part_cha
     save_checkpoint(base / "video_ae.pt", video, half=True)
     save_checkpoint(base / "audio_ae.pt", AudioAE(AudioAEConfig(width=8)), half=True)
     save_checkpoint(base / "world.pt", small_model(), half=True)
+    (base / "particles.pt").write_bytes(b"the rain layer")
     tuned = small_model()
     with torch.no_grad():
         tuned.video_out.bias.fill_(0.5)
     dest = write_weights(FinetuneConfig(weights=str(base)), tmp_path / "run", world=tuned, step=7)
-    assert sorted(p.name for p in dest.iterdir()) == ["audio_ae.pt", "video_ae.pt", "world.pt"]
+    names = ["audio_ae.pt", "particles.pt", "video_ae.pt", "world.pt"]
+    assert sorted(p.name for p in dest.iterdir()) == names
     world = load_checkpoint(dest / "world.pt", WorldModel, WorldModelConfig)
     assert torch.allclose(world.video_out.bias, torch.full_like(world.video_out.bias, 0.5))
     assert (dest / "video_ae.pt").read_bytes() == (base / "video_ae.pt").read_bytes()
