@@ -16,12 +16,18 @@ import time
 import numpy as np
 import torch
 
-from engine.runtime import Action, World
+from engine.runtime import Action, Prompt, World
 from engine.sim.constants import FPS
 
 
-def bench(world: World, frames: int = 200, warmup: int = 10) -> dict:
+def bench(world: World, frames: int = 200, warmup: int = 10, prompt: str | None = None) -> dict:
+    """With `prompt` the sentence is typed first and the warm-up lasts past its text guidance,
+    so the figures are a session in the world it asked for (`--prompt "make it rain"`: every
+    frame draws the particle layer)."""
     session = world.start({"seed": 1, "theme": "ember_forest"})
+    if prompt is not None:
+        session.push(Prompt(prompt))
+        warmup += getattr(world.model.config, "text_guidance_frames", 0)
     for _ in range(warmup):
         session.next_chunk()
     frame_ms, latency_ms = [], []
@@ -55,6 +61,7 @@ def bench(world: World, frames: int = 200, warmup: int = 10) -> dict:
         "params": world.params,
         "sampler_steps": world.model.config.sampler_steps,
         "frames": frames,
+        "prompt": prompt,
     }
 
 
@@ -64,9 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=200)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--weights", default=None)
+    parser.add_argument("--prompt", default=None, help="a sentence typed before the warm-up")
     args = parser.parse_args(argv)
     world = World.load(args.weights, threads=args.threads)
-    result = bench(world, args.frames)
+    result = bench(world, args.frames, prompt=args.prompt)
     print(json.dumps(result) if args.json else "\n".join(f"{k:24s} {v}" for k, v in result.items()))
     return 0
 

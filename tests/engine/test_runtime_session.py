@@ -313,3 +313,22 @@ def test_a_session_draws_its_particle_code_over_the_picture_and_nothing_else_cha
     assert sessions[1].particle_code == 1
     changed = np.any(rainy[0] != rainy[1], axis=-1).mean()
     assert 0.005 < changed < 0.9
+
+
+def test_the_bench_can_measure_a_session_in_the_weather_a_sentence_asked_for():
+    from engine.bench import bench
+
+    world = tiny_world()
+    typed = []
+    start = world.start
+
+    def spying_start(spec):
+        session = start(spec)
+        push = session.push
+        session.push = lambda event: typed.append(event) or push(event)  # type: ignore
+        return session
+
+    world.start = spying_start  # type: ignore
+    result = bench(world, frames=5, warmup=1, prompt="make it rain")
+    assert result["prompt"] == "make it rain" and result["fps"] > 0
+    assert isinstance(typed[0], Prompt) and typed[0].text == "make it rain"
