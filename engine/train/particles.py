@@ -169,6 +169,12 @@ def train_particles(cfg: ParticlesTrainConfig) -> Path:
     overlaid = np.isin(data.weather, [WEATHERS.index("rain"), WEATHERS.index("snow")])
     rng = np.random.default_rng(cfg.seed * 7919 + step)
     log = LossLog(out / "loss.jsonl")
+
+    def checkpoint(step: int) -> None:
+        train = {"train": dataclasses.asdict(cfg)}
+        save_state(state, step, budget.spent, train, model=model, readout=readout, opt=opt)
+        line_plot(out / "loss.png", log.series("shape", "colour", "seen"), "particle coder")
+
     bar = tqdm(desc="particles: coder", unit="step", initial=step, mininterval=10)
     while not budget.done():
         for g in opt.param_groups:
@@ -195,27 +201,9 @@ def train_particles(cfg: ParticlesTrainConfig) -> Path:
             shape=f"{shape_loss.item():.4f}", colour=f"{colour_loss.item():.3f}", refresh=False
         )
         if step % cfg.checkpoint_every == 0:
-            save_state(
-                state,
-                step,
-                budget.spent,
-                {"train": dataclasses.asdict(cfg)},
-                model=model,
-                readout=readout,
-                opt=opt,
-            )
-            line_plot(out / "loss.png", log.series("shape", "colour", "seen"), "particle coder")
+            checkpoint(step)
     bar.close()
-    save_state(
-        state,
-        step,
-        budget.spent,
-        {"train": dataclasses.asdict(cfg)},
-        model=model,
-        readout=readout,
-        opt=opt,
-    )
-    line_plot(out / "loss.png", log.series("shape", "colour", "seen"), "particle coder")
+    checkpoint(step)
     states = read_states(model, data.frames)
     model.set_codebook(fit_codebook(states[::3], cfg.codes, seed=cfg.seed))
     codes = model.nearest(states).numpy()
