@@ -97,6 +97,12 @@ def training_text_table() -> dict[str, np.ndarray]:
     return dict(zip(texts, TextEncoder().encode(texts), strict=True))
 
 
+def training_events(texts: list[str]) -> np.ndarray:
+    """(N,) str: the event each training paraphrase asks for."""
+    owner = {t: event for event in EVENT_NAMES for t in training_paraphrases(event)}
+    return np.array([owner[t] for t in texts])
+
+
 def save_text_table(path: str | Path) -> Path:
     """Write `training_text_table()` so a machine without the text encoder can train."""
     table = training_text_table()

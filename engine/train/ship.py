@@ -77,16 +77,17 @@ def set_sentence_snap(
     neighbours: int | None = None,
 ) -> Path:
     """Write (or with `on` False remove) the weights' sentence snap: every training
-    paraphrase's embedding, so a typed sentence reaches the model as the training sentences
-    it resembles (engine/model/sentence_snap.py; its defaults where a setting is None)."""
+    paraphrase's embedding and its event, so a typed sentence reaches the model as the training
+    sentences it resembles and the scene edit knows what it asks for
+    (engine/model/sentence_snap.py; its defaults where a setting is None)."""
     path = Path(weights) / SNAP_FILE
     if not on:
         path.unlink(missing_ok=True)
         return path
-    from .latents import training_text_table
+    from .latents import training_events, training_text_table
 
-    table = np.stack(list(training_text_table().values()))
-    snap = SentenceSnap(table)
+    texts = training_text_table()
+    snap = SentenceSnap(np.stack(list(texts.values())), events=training_events(list(texts)))
     snap = dataclasses.replace(
         snap,
         floor=snap.floor if floor is None else floor,

@@ -83,3 +83,40 @@ def test_the_written_table_holds_the_training_sentences_and_never_the_held_out_o
     assert cosines.max() < 0.999  # no held-out wording in the table
     assert (unit(fake.encode(train)) @ snap.table.T).max(axis=1).min() > 0.999
     assert set_sentence_snap(tmp_path, on=False) == path and not path.exists()
+
+
+def test_the_event_asked_for_is_the_nearest_prototype_unless_a_sentence_is_reworded():
+    a, b, c = np.eye(TEXT_DIM, dtype=np.float32)[:3]
+    rows = unit(np.stack([a + 0.9 * c, a - 0.3 * c, b + 0.3 * a, a + 0.2 * b]))
+    events = np.array(["rain", "rain", "clear", "clear"])
+    snap = SentenceSnap(rows, floor=0.3, neighbours=1, events=events, reworded=0.99)
+    near_stop = unit((rows[3] + 0.05 * c)[None])  # a rewording of a "clear" sentence
+    rainy = unit((a - 0.05 * b)[None])  # nearest sentence "clear", nearest prototype rain
+    unrelated = unit(np.eye(TEXT_DIM, dtype=np.float32)[5:6])
+    assert float((rainy @ rows.T).argmax()) == 3
+    assert snap.event_of(np.concatenate([near_stop, rainy, unrelated])) == [
+        "clear",
+        "rain",
+        None,
+    ]
+    # the sentence is snapped onto the asked event's sentences, not its nearest one's
+    np.testing.assert_allclose(snap(rainy)[0], rows[1], rtol=1e-5)
+    np.testing.assert_allclose(SentenceSnap(rows, floor=0.3, neighbours=1)(rainy)[0], rows[3])
+    assert SentenceSnap(rows).event_of(rainy) == [None]  # a table without events names none
+    with pytest.raises(ValueError, match="one event per sentence"):
+        SentenceSnap(rows, events=events[:2])
+
+
+def test_the_events_round_trip_and_the_written_table_names_each_sentences_event(
+    tmp_path, monkeypatch
+):
+    import engine.train.latents as latents
+    from engine.train.ship import set_sentence_snap
+
+    monkeypatch.setattr(latents, "TextEncoder", FakeText)
+    snap = SentenceSnap.load(set_sentence_snap(tmp_path))
+    assert snap.events is not None and len(snap.events) == len(snap.table)
+    owner = {t: e.name for e in EVENTS for t in e.train}
+    texts = sorted(owner)
+    assert [owner[t] for t in texts] == snap.events.tolist()
+    assert snap.event_of(unit(FakeText().encode(["make it rain"]))) == ["rain"]
