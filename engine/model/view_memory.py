@@ -94,6 +94,12 @@ class ViewMemory:
         self.latent[:, self.told] = 0.0
         self.told.zero_()
 
+    def forget_all(self) -> None:
+        """Forget every direction: the whole world changed (night fell, rain came)."""
+        self.seen.zero_()
+        self.told.zero_()
+        self.latent.zero_()
+
     def recall(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The current view as remembered: (C, S, S) latents and an (S, S) bool of the cells
         ever seen (zeros where never)."""

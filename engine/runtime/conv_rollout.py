@@ -15,6 +15,7 @@ last `context` latents.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -160,6 +161,24 @@ class ConvRollout:
         if self.model.config.codes:
             latents = self.model.snap(latents.float())
         self.views.write_around(latents)
+
+    def rewrite_history(
+        self, change: Callable[[torch.Tensor], torch.Tensor], everywhere: bool
+    ) -> None:
+        """Every history frame changed by `change` ((n, C, S, S) -> the same; a code model's
+        result snapped to its codes): the world changed at once (a sentence's scene edit).
+        A change `everywhere` (night, rain) leaves what the view memory holds of the other
+        directions stale: it is forgotten, and a turn there is painted in the changed world."""
+        if not self.history:
+            return
+        frames = change(torch.stack(self.history))
+        if self.model.config.codes:
+            frames = self.model.snap(frames)
+        self.history = list(frames)
+        if self.views is not None:
+            if everywhere:
+                self.views.forget_all()
+            self.views.write(self.history[-1])
 
     def _as_codes(self, z: torch.Tensor) -> torch.Tensor:
         """A latent as a code model's history holds it: each cell its nearest code's vector

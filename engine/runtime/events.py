@@ -75,6 +75,7 @@ class EncodedPrompt(Prompt):
     """A prompt with its sentence embedding (`Session.prepare` makes these)."""
 
     embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
+    event: str | None = None  # the event the sentence asks for, where the weights can tell
 
     def __post_init__(self) -> None:
         super().__post_init__()

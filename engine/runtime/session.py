@@ -27,6 +27,13 @@ from engine.model.checkpoint import load_checkpoint
 from engine.model.conv_world import ConvWorldModel, warp_picture
 from engine.model.inputs import input_features
 from engine.model.particles import PARTICLES_FILE, Particles, ParticlesConfig
+from engine.model.scene_edit import (
+    LOCAL_EVENTS,
+    SCENE_EDIT_FILE,
+    SCENE_EVENTS,
+    SceneEdit,
+    SceneEditConfig,
+)
 from engine.model.sentence_snap import SNAP_FILE, SentenceSnap
 from engine.model.text import TextEncoder
 from engine.model.video_ae import (
@@ -90,9 +97,11 @@ class World:
         openings: Openings | None = None,
         snap: SentenceSnap | None = None,
         particles: Particles | None = None,
+        scene_edit: SceneEdit | None = None,
     ):
         self.video_ae, self.audio_ae, self.model = video_ae.eval(), audio_ae.eval(), model.eval()
         self.particles = particles.eval() if particles is not None else None
+        self.scene_edit = scene_edit.eval() if scene_edit is not None else None
         self.text = text_encoder or TextEncoder()
         self.snap = snap
         self.resolution = 8 * model.config.latent_size
@@ -121,10 +130,11 @@ class World:
         missing = [f for f in WEIGHT_FILES if not (folder / f).exists()]
         if missing:
             raise FileNotFoundError(f"weights missing in {folder}: {missing}")
-        openings, snap, particles = (
+        openings, snap, particles, scene_edit = (
             folder / OPENINGS_FILE,
             folder / SNAP_FILE,
             folder / PARTICLES_FILE,
+            folder / SCENE_EDIT_FILE,
         )
         world = cls(
             load_checkpoint(folder / "video_ae.pt", VideoAE, VideoAEConfig),
@@ -135,6 +145,9 @@ class World:
             particles=load_checkpoint(particles, Particles, ParticlesConfig)
             if particles.exists()
             else None,
+            scene_edit=load_checkpoint(scene_edit, SceneEdit, SceneEditConfig)
+            if scene_edit.exists()
+            else None,
         )
         if preload_text:
             world.text.encode(["warm up"])
@@ -143,8 +156,15 @@ class World:
     def encode_sentence(self, text: str) -> np.ndarray:
         """(TEXT_DIM,) what the model is told for a typed sentence: its embedding, moved onto
         the training sentences it resembles where the weights carry a `SentenceSnap`."""
+        return self.read_sentence(text)[0]
+
+    def read_sentence(self, text: str) -> tuple[np.ndarray, str | None]:
+        """`encode_sentence`'s embedding and the event the sentence asks for (None where the
+        weights' snap names no events or the sentence is like no training sentence)."""
         vector = self.text.encode([text])
-        return (self.snap(vector) if self.snap is not None else vector)[0]
+        if self.snap is None:
+            return vector[0], None
+        return self.snap(vector)[0], self.snap.event_of(vector)[0]
 
     def new_rollout(
         self, theme: int, image: torch.Tensor | None = None, seed: int = 0, steps: int | None = None
@@ -202,7 +222,7 @@ class Session:
         self._keys = 0
         self._yaw = self._pitch = 0.0
         self._loudness, self._onset = 0.0, False
-        self._prompts: list[tuple[str, np.ndarray]] = []
+        self._prompts: list[tuple[np.ndarray, str | None]] = []  # (embedding, its event)
         self._image: np.ndarray | None = None
         self._pending_ids: list[int] = []
         self._next_id = 0
@@ -214,7 +234,7 @@ class Session:
         Touches no session state (any thread); raises EventError on bad input."""
         event = parse_event(event)
         if isinstance(event, Prompt) and not isinstance(event, EncodedPrompt):
-            return EncodedPrompt(event.text, self.world.encode_sentence(event.text))
+            return EncodedPrompt(event.text, *self.world.read_sentence(event.text))
         return event
 
     def push(self, event: Event | dict) -> int:
@@ -222,9 +242,9 @@ class Session:
         if self.closed:
             raise EventError("session is closed")
         event = self.prepare(event)  # a sentence: ~30 ms, outside the lock
-        embedding = picture = None
+        embedding = picture = asked = None
         if isinstance(event, EncodedPrompt):
-            embedding = event.embedding
+            embedding, asked = event.embedding, event.event
         elif isinstance(event, Image):
             picture = event.picture()
         with self._lock:
@@ -234,7 +254,7 @@ class Session:
                 self._pitch += event.pitch
             elif isinstance(event, Prompt):
                 if embedding is not None:  # always set for a Prompt (above)
-                    self._prompts.append((event.text, embedding))
+                    self._prompts.append((embedding, asked))
             elif isinstance(event, Image):
                 self._image = picture
             elif isinstance(event, AudioIn):
@@ -282,7 +302,9 @@ class Session:
         while len(latents) < length:
             keys, yaw, pitch, loud, onset, prompts, image, ids = self._take_inputs()
             answered += ids
-            text = prompts[0][1] if prompts else None
+            text = prompts[0][0] if prompts else None
+            if prompts and prompts[0][1] is not None:
+                self._edit_scene(prompts[0][1])
             if image is not None:
                 self.rollout.set_image(image_token(self.world.video_ae, image))
             if (text is not None or image is not None) and not latents:
@@ -310,6 +332,16 @@ class Session:
         assert wave.size == len(latents) * SAMPLES_PER_FRAME
         return Chunk(
             video, wave, pts, first, answered=answered, gen_ms=(time.perf_counter() - t0) * 1000
+        )
+
+    def _edit_scene(self, event: str) -> None:
+        """The world changed at once by the event a sentence asked for: every history frame
+        edited by the weights' scene edit (engine/model/scene_edit.py), if they carry one."""
+        edit = self.world.scene_edit
+        if edit is None or event not in SCENE_EVENTS or not isinstance(self.rollout, ConvRollout):
+            return
+        self.rollout.rewrite_history(
+            lambda latents: edit.change(latents, event), everywhere=event not in LOCAL_EVENTS
         )
 
     def _next_particle_code(self, text: np.ndarray | None) -> int:

@@ -11,7 +11,8 @@ and log-spectral distance of audio tokenizers on held-out audio), or the issue-1
 warm-started from shipped weights (engine/train/finetune.py): latents, errorbank, finetune,
 decoder; or conv, the convolutional world model trained on its own unrolled rollouts
 (engine/train/conv_generator.py); or particles, the rain and snow layer drawn over the
-picture (engine/train/particles.py).
+picture (engine/train/particles.py); or scene-edit, the change a sentence makes to the
+picture at once (engine/train/scene_edit.py).
 
 Every stage resumes from its checkpoint under --out when re-run with the same arguments.
 """
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             "audio-study",
             "conv",
             "particles",
+            "scene-edit",
         ),
     )
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
@@ -153,14 +155,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--episodes",
         type=int,
-        default=10,
-        help="measure: fidelity episodes (the eval uses 10; 0 skips them)",
+        default=None,
+        help="measure: fidelity episodes (10 by default, as the eval; 0 skips them); "
+        "scene-edit: simulator episodes to take pairs from (200)",
     )
     parser.add_argument(
         "--long-runs", type=int, default=2, help="measure: walking rollouts for brightness drift"
     )
     parser.add_argument("--batch", type=int, default=None, help="finetune/decoder: batch size")
-    parser.add_argument("--init", default=None, help="conv: a conv world.pt to warm-start from")
+    parser.add_argument(
+        "--init",
+        default=None,
+        help="conv: a conv world.pt to warm-start from; scene-edit: a scene_edit.pt",
+    )
     parser.add_argument(
         "--lr",
         type=float,
@@ -487,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
             args.weights,
             args.out or "runs/measure",
             args.project,
-            episodes=args.episodes,
+            episodes=10 if args.episodes is None else args.episodes,
             long_runs=args.long_runs,
             long_frames=args.long_frames,
             text_table=args.text_table,
@@ -655,6 +662,20 @@ def main(argv: list[str] | None = None) -> int:
         }
         path = train_particles(
             ParticlesTrainConfig(**{k: v for k, v in given.items() if v is not None})
+        )
+    elif args.stage == "scene-edit":
+        from .scene_edit import SceneEditTrainConfig, train_scene_edit
+
+        given = {
+            "out": args.out,
+            "weights": args.weights,
+            "init": args.init,
+            "episodes": args.episodes,
+            "minutes": args.minutes,
+            "seed": args.seed,
+        }
+        path = train_scene_edit(
+            SceneEditTrainConfig(**{k: v for k, v in given.items() if v is not None})
         )
     elif args.stage == "text-table":
         from .latents import save_text_table

@@ -12,13 +12,22 @@ import torch
 from engine.model.checkpoint import save_checkpoint
 from engine.model.conv_world import ConvWorldModel
 from engine.model.particles import PARTICLES_FILE
+from engine.model.scene_edit import SCENE_EDIT_FILE
 from engine.model.sentence_snap import SNAP_FILE
 from engine.model.video_ae import VideoAE
 from engine.model.world import WorldModel
 from engine.runtime.openings import OPENINGS_FILE
 
 # the run-time parts a run does not train travel with it, so its folder plays as shipped
-WEIGHT_PARTS = ("video_ae.pt", "audio_ae.pt", "world.pt", OPENINGS_FILE, SNAP_FILE, PARTICLES_FILE)
+WEIGHT_PARTS = (
+    "video_ae.pt",
+    "audio_ae.pt",
+    "world.pt",
+    OPENINGS_FILE,
+    SNAP_FILE,
+    PARTICLES_FILE,
+    SCENE_EDIT_FILE,
+)
 
 
 def write_weights(
