@@ -535,14 +535,10 @@ def main(argv: list[str] | None = None) -> int:
                 audio_only=args.audio_only,
                 audio_weight=args.audio_weight,
             )
-            path = train_finetune(
-                FinetuneConfig(**{k: v for k, v in fields.items() if v is not None})
-            )
+            path = train_finetune(given_config(FinetuneConfig, fields))
         else:
             fields.update(adv_weight=args.adv_weight)
-            path = train_decoder(
-                DecoderTuneConfig(**{k: v for k, v in fields.items() if v is not None})
-            )
+            path = train_decoder(given_config(DecoderTuneConfig, fields))
     elif args.stage == "conv":
         from engine.model.conv_world import ConvWorldConfig
 
@@ -599,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
             "audio_drop_share": args.audio_drop_share,
             "threads": args.threads,
         }
-        path = train_conv(ConvTrainConfig(**{k: v for k, v in fields.items() if v is not None}))
+        path = train_conv(given_config(ConvTrainConfig, fields))
     elif args.stage == "latents":
         from .finetune import latent_bank
 
@@ -660,9 +656,7 @@ def main(argv: list[str] | None = None) -> int:
             "seed": args.seed,
             "codes": args.codes,
         }
-        path = train_particles(
-            ParticlesTrainConfig(**{k: v for k, v in given.items() if v is not None})
-        )
+        path = train_particles(given_config(ParticlesTrainConfig, given))
     elif args.stage == "scene-edit":
         from .scene_edit import SceneEditTrainConfig, train_scene_edit
 
@@ -674,9 +668,7 @@ def main(argv: list[str] | None = None) -> int:
             "minutes": args.minutes,
             "seed": args.seed,
         }
-        path = train_scene_edit(
-            SceneEditTrainConfig(**{k: v for k, v in given.items() if v is not None})
-        )
+        path = train_scene_edit(given_config(SceneEditTrainConfig, given))
     elif args.stage == "text-table":
         from .latents import save_text_table
 
@@ -689,6 +681,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(path)
     return 0
+
+
+def given_config(config_cls: type, given: dict):
+    """A stage's config from the arguments given on the command line (None: its default)."""
+    return config_cls(**{k: v for k, v in given.items() if v is not None})
 
 
 def data_config(args: argparse.Namespace):

@@ -190,11 +190,10 @@ def test_openings_written_before_the_views_around_still_open_sessions(tmp_path):
     assert opened.start({"seed": 5, "theme": "frost_valley"}).rollout.cache.frames == [-2, -1]
 
 
-def test_a_code_session_knows_the_whole_turn_from_its_opening_or_its_priming():
+def tiny_code_model():
+    """A tiny conv code model with the camera warp, whole-cell moves and a view memory."""
     from engine.model.conv_world import ConvWorldConfig, ConvWorldModel
-    from engine.runtime.openings import Openings
 
-    w = tiny_world()
     torch.manual_seed(0)
     cfg = ConvWorldConfig(
         width=16,
@@ -208,6 +207,14 @@ def test_a_code_session_knows_the_whole_turn_from_its_opening_or_its_priming():
     )
     model = ConvWorldModel(cfg).eval()
     model.codebook.copy_(torch.randn(32, 8))
+    return model
+
+
+def test_a_code_session_knows_the_whole_turn_from_its_opening_or_its_priming():
+    from engine.runtime.openings import Openings
+
+    w = tiny_world()
+    model = tiny_code_model()
     around = torch.randn(1, 3, 8, 16, 16)
     openings = Openings(
         {"misty_coast": torch.randn(1, 2, 8, 16, 16)},

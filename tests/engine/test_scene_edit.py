@@ -10,7 +10,7 @@ from engine.model.scene_edit import LOCAL_EVENTS, SCENE_EVENTS, SceneEdit, Scene
 from engine.model.sentence_snap import SentenceSnap
 from engine.runtime import Prompt, World
 
-from .test_runtime_session import FakeText, tiny_world
+from .test_runtime_session import FakeText, tiny_code_model, tiny_world
 
 
 class UnitText(FakeText):
@@ -23,22 +23,8 @@ class UnitText(FakeText):
 
 def code_world(edit: SceneEdit | None) -> World:
     """A tiny code model with a view memory, a snap that names events, and `edit`."""
-    from engine.model.conv_world import ConvWorldConfig, ConvWorldModel
-
     w = tiny_world()
-    torch.manual_seed(0)
-    cfg = ConvWorldConfig(
-        width=16,
-        width_low=16,
-        cond_dim=16,
-        context=2,
-        codes=32,
-        camera_warp=True,
-        view_memory=True,
-        warp_whole_cells=True,
-    )
-    model = ConvWorldModel(cfg).eval()
-    model.codebook.copy_(torch.randn(32, 8))
+    model = tiny_code_model()
     texts = ["make it night", "grow a tree"]
     table = UnitText().encode(texts)
     snap = SentenceSnap(table, floor=0.99, events=np.array(["night", "spawn_tree"]))
