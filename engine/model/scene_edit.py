@@ -5,7 +5,7 @@ The world network keeps a state its history shows (a night sky, a tree ahead: MO
 simulator changes its state the moment a sentence arrives, so the change is a function of
 the picture now and the event: that is what this network learns, on (before, after) pairs
 the simulator renders of the same moment (`engine/train/scene_edit.py`). A session routes a
-typed sentence to one of `SCENE_EVENTS` (`engine/model/sentence_events.py`) and edits every
+typed sentence to one of `SCENE_EVENTS` (`SentenceSnap.event_of`) and edits every
 frame of its history with it; the world network then carries the edited world on.
 """
 

@@ -23,6 +23,7 @@ told the same thing. (Handing the network the prototype itself drew a rainbow ba
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -56,9 +57,21 @@ class SentenceSnap:
     def __call__(self, vectors: np.ndarray) -> np.ndarray:
         """(B, TEXT_DIM) unit embeddings -> the same, snapped where a row comes close enough
         (where the table names events: onto the training sentences of the event asked for)."""
+        return self.read(vectors)[0]
+
+    def event_of(self, vectors: np.ndarray) -> list[str | None]:
+        """(B, TEXT_DIM) unit embeddings -> the event each asks for, None for a sentence close
+        to no training sentence (below `floor`) or where the table names no events."""
+        return self.read(vectors)[1]
+
+    def read(self, vectors: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
+        """(B, TEXT_DIM) unit embeddings -> the snapped embeddings and the events asked for."""
         cosines = vectors @ self.table.T  # (B, N)
+        events: list[str | None] = [None] * len(vectors)
         if self.events is not None:
             asked = self._asked(vectors, cosines)
+            close_to_any = cosines.max(axis=1) >= self.floor
+            events = [str(e) if c else None for e, c in zip(asked, close_to_any, strict=True)]
             cosines = np.where(self.events[None] == asked[:, None], cosines, -np.inf)
         k = min(self.neighbours, len(self.table))
         top = np.argsort(-cosines, axis=1)[:, :k]
@@ -67,26 +80,22 @@ class SentenceSnap:
         weights /= weights.sum(axis=1, keepdims=True)
         snapped = np.einsum("bk,bkd->bd", weights, self.table[top])
         snapped /= np.linalg.norm(snapped, axis=1, keepdims=True)
-        close = near[:, 0] >= self.floor
-        return np.where(close[:, None], snapped, vectors).astype(np.float32)
+        close = near[:, 0] >= self.floor  # to the asked event's own sentences
+        return np.where(close[:, None], snapped, vectors).astype(np.float32), events
 
-    def event_of(self, vectors: np.ndarray) -> list[str | None]:
-        """(B, TEXT_DIM) unit embeddings -> the event each asks for, None for a sentence close
-        to no training sentence (below `floor`) or where the table names no events."""
-        if self.events is None:
-            return [None] * len(vectors)
-        cosines = vectors @ self.table.T
-        asked = self._asked(vectors, cosines)
-        best = cosines.max(axis=1)
-        return [str(e) if b >= self.floor else None for e, b in zip(asked, best, strict=True)]
+    @cached_property
+    def _prototypes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the event names, (E, TEXT_DIM) the unit mean of each one's training sentences)."""
+        assert self.events is not None
+        names = np.unique(self.events)
+        prototypes = np.stack([self.table[self.events == n].mean(axis=0) for n in names])
+        return names, prototypes / np.linalg.norm(prototypes, axis=1, keepdims=True)
 
     def _asked(self, vectors: np.ndarray, cosines: np.ndarray) -> np.ndarray:
         """(B,) the event of each row's nearest prototype, or of its training sentence where
         it is a rewording of one."""
         assert self.events is not None
-        names = np.unique(self.events)
-        prototypes = np.stack([self.table[self.events == n].mean(axis=0) for n in names])
-        prototypes /= np.linalg.norm(prototypes, axis=1, keepdims=True)
+        names, prototypes = self._prototypes
         nearest = names[(vectors @ prototypes.T).argmax(axis=1)]
         own = self.events[cosines.argmax(axis=1)]
         return np.where(cosines.max(axis=1) >= self.reworded, own, nearest)

@@ -164,7 +164,8 @@ class World:
         vector = self.text.encode([text])
         if self.snap is None:
             return vector[0], None
-        return self.snap(vector)[0], self.snap.event_of(vector)[0]
+        snapped, events = self.snap.read(vector)
+        return snapped[0], events[0]
 
     def new_rollout(
         self, theme: int, image: torch.Tensor | None = None, seed: int = 0, steps: int | None = None

@@ -42,6 +42,15 @@ def test_the_edit_starts_as_nothing_changed_and_learns_per_event():
     assert set(LOCAL_EVENTS) < set(SCENE_EVENTS)
 
 
+def test_the_scene_events_are_the_simulators_events_that_change_the_picture():
+    """The runtime may not import the simulator, so the list is written out; it must not
+    drift from the simulator's events (all but the creature's gifts and looks)."""
+    from engine.sim.prompts import EVENT_NAMES
+
+    shown = {e for e in EVENT_NAMES if not e.startswith(("gift_", "companion_"))}
+    assert set(SCENE_EVENTS) == shown and len(SCENE_EVENTS) == len(shown)
+
+
 def test_a_sentence_rewrites_the_history_with_its_event_and_a_global_one_clears_the_views():
     calls: list[str] = []
     edit = SceneEdit(SceneEditConfig()).eval()
