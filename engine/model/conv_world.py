@@ -192,6 +192,11 @@ class Conditioning:
     # or no picture yet). While it is under PICTURE_SETTLE_FRAMES the code keep holds nothing:
     # the world must take the picture's colours before anything keeps them.
     image_age: torch.Tensor | None = None
+    # (B, MEMORY_SLOTS) bool, where a session knows: the remembered sentences whose change its
+    # history already shows (a scene edit drew it into every frame; the sentence typed now is
+    # the newest slot, age 0). They get no text guidance and do not lift the code keep: what
+    # the history shows is what the sentence asked for, so keeping it is following it.
+    drawn: torch.Tensor | None = None
 
 
 # Frames after a reference picture arrives in which `code_keep` holds no cell (2 s)
@@ -664,11 +669,16 @@ def stack_conditionings(parts: list[Conditioning]) -> Conditioning:
 
 def guided_rows(cond: Conditioning, frames: int) -> torch.Tensor:
     """(B,) bool: the rows text guidance applies to: a sentence typed now, or remembered
-    and, when `frames` > 0, younger than `frames`."""
+    and, when `frames` > 0, younger than `frames`; neither where its change is drawn
+    already (`Conditioning.drawn`)."""
     remembered = cond.memory_valid
     if frames > 0:
         remembered = remembered & (cond.memory_age < frames)
-    return (cond.text.abs().sum(dim=-1) > 0) | remembered.any(dim=-1)
+    typed = cond.text.abs().sum(dim=-1) > 0
+    if cond.drawn is not None:
+        remembered = remembered & ~cond.drawn
+        typed = typed & ~(cond.drawn[:, -1] & (cond.memory_age[:, -1] == 0))
+    return typed | remembered.any(dim=-1)
 
 
 def guided_prediction(

@@ -72,6 +72,8 @@ class ConvRollout:
         self.history: list[torch.Tensor] = []  # newest last, at most `context`
         self.audio = torch.zeros(1, 0, cfg.audio_dim)  # (1, H, A) last sounds, newest last
         self.texts: list[tuple[torch.Tensor, int]] = []  # (embedding, arrival frame)
+        # the arrival frames of the sentences whose change the history shows (`rewrite_history`)
+        self.drawn: set[int] = set()
         self.frame = 0
         self.last_frame: torch.Tensor | None = None  # never decoded here
 
@@ -84,6 +86,7 @@ class ConvRollout:
         arrival = self.frame if frame is None else frame
         self.texts.append((torch.as_tensor(embedding, dtype=torch.float32).view(-1), arrival))
         self.texts = self.texts[-MEMORY_SLOTS:]
+        self.drawn &= {a for _, a in self.texts}
         self._world_changed()
 
     def set_image(self, token: torch.Tensor) -> None:
@@ -102,11 +105,13 @@ class ConvRollout:
         memory = torch.zeros(1, MEMORY_SLOTS, cfg.text_dim)
         age = torch.zeros(1, MEMORY_SLOTS)
         valid = torch.zeros(1, MEMORY_SLOTS, dtype=torch.bool)
+        drawn = torch.zeros(1, MEMORY_SLOTS, dtype=torch.bool)
         offset = MEMORY_SLOTS - len(self.texts)  # newest in the last slot, as in training
         for i, (embedding, arrival) in enumerate(self.texts):
             memory[0, offset + i] = embedding
             age[0, offset + i] = frame - arrival
             valid[0, offset + i] = True
+            drawn[0, offset + i] = arrival in self.drawn
         now = torch.zeros(1, cfg.text_dim)
         if text is not None:
             now = torch.as_tensor(text, dtype=torch.float32).view(1, -1)
@@ -122,6 +127,7 @@ class ConvRollout:
             image_age=None
             if self.image_since is None
             else torch.tensor([float(frame - self.image_since)]),
+            drawn=drawn,
         )
 
     def _context(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -168,9 +174,13 @@ class ConvRollout:
         """Every history frame changed by `change` ((n, C, S, S) -> the same; a code model's
         result snapped to its codes): the world changed at once (a sentence's scene edit).
         A change `everywhere` (night, rain) leaves what the view memory holds of the other
-        directions stale: it is forgotten, and a turn there is painted in the changed world."""
+        directions stale: it is forgotten, and a turn there is painted in the changed world.
+        The sentence typed at the next frame is the one drawn: the network is still told it,
+        but not guided by it, and the code keep holds the change (`Conditioning.drawn`;
+        guided and unkept, the network let a drawn tree fade within 10 frames)."""
         if not self.history:
             return
+        self.drawn.add(self.frame)
         frames = change(torch.stack(self.history))
         if self.model.config.codes:
             frames = self.model.snap(frames)

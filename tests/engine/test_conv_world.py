@@ -543,6 +543,12 @@ def test_text_guidance_can_end_a_set_time_after_the_newest_sentence():
     cond.text[2] = 1.0  # a sentence typed now is always guided
     assert guided_rows(cond, 20).tolist() == [True, True, True]
     cond.text[2] = 0.0
+    cond.drawn = torch.zeros(3, MEMORY_SLOTS, dtype=torch.bool)
+    cond.drawn[0, -1] = True  # row 0's sentence is drawn into its history already
+    assert guided_rows(cond, 20).tolist() == [False, True, False]
+    cond.text[0], cond.memory_age[0, -1] = 1.0, 0.0  # ... and typed now, at its own frame
+    assert guided_rows(cond, 20).tolist() == [False, True, False]
+    cond.text[0], cond.memory_age[0, -1], cond.drawn = 0.0, 5.0, None
     model = small().eval()
     with torch.no_grad():
         nudge_parameters(model)

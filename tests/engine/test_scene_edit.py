@@ -101,6 +101,34 @@ def test_a_sentence_rewrites_the_history_with_its_event_and_a_global_one_clears_
     assert calls == ["night", "spawn_tree"] and forgotten == [True]
 
 
+def test_a_drawn_sentence_is_not_guided_and_the_code_keep_holds_its_change():
+    """The history shows what the edited sentence asked for: its frames get no text
+    guidance and keep their codes; a sentence without an edit is guided as before."""
+    from engine.model.conv_world import guided_rows
+
+    world = code_world(SceneEdit(SceneEditConfig()).eval())
+    model = world.model
+    model.config.code_keep, model.config.text_guidance_frames = 4.0, 40
+    session = world.start({"seed": 0, "theme": "misty_coast"}, opening=False)
+    session.prime(np.zeros((2, 128, 128, 3), np.uint8))
+    roll = session.rollout
+    asked: list[bool] = []
+    conditioning = roll._conditioning
+
+    def watching(inputs, frame, text):
+        cond = conditioning(inputs, frame, text)
+        asked.append(bool(guided_rows(cond, model.config.text_guidance_frames)[0]))
+        return cond
+
+    roll._conditioning = watching  # type: ignore[method-assign]
+    session.push(Prompt("make it night"))  # drawn by the edit: kept, not guided
+    session.next_chunk(max_frames=2)
+    assert asked == [False, False] and roll.drawn == {roll.frame - 2}
+    session.push(Prompt("hello there"))  # no event: the network must draw any change itself
+    session.next_chunk(max_frames=2)
+    assert asked[2:] == [True, True]
+
+
 def test_a_world_without_the_edit_plays_as_before():
     plain, edited = code_world(None), code_world(SceneEdit(SceneEditConfig()).eval())
     videos = []
