@@ -10,6 +10,7 @@ import numpy as np
 
 from engine.sim.script import EpisodeScript, parse_script
 from engine.sim.themes import THEME_NAMES
+from engine.sim.visibility import pixel_depth
 from engine.sim.world import SimFrame, SimWorld, WorldSpec
 
 from .agent import DEFAULT_IMAGE_RATE, DEFAULT_PROMPT_RATE, RandomAgent, plan_episode
@@ -20,15 +21,18 @@ class PlayedFrame:
     frame: SimFrame
     prompts: tuple[str, ...]
     reference: np.ndarray | None  # a reference image that arrived this frame
+    depth: np.ndarray | None = None  # (H, W) what each pixel shows, how far (`with_depth`)
 
 
 def play_episode(seed: int, frames: int, resolution: int,
                  themes: tuple[str, ...] | None = None,
                  prompt_rate: float = DEFAULT_PROMPT_RATE,
-                 image_rate: float = DEFAULT_IMAGE_RATE) -> Iterator[PlayedFrame | EpisodeScript]:
+                 image_rate: float = DEFAULT_IMAGE_RATE,
+                 with_depth: bool = False) -> Iterator[PlayedFrame | EpisodeScript]:
     """Yield each PlayedFrame, then finally the EpisodeScript that replays the episode exactly.
     In an `image_rate` share of episodes a reference image with a random palette arrives at a
-    random frame of the last two thirds (the world recolours there)."""
+    random frame of the last two thirds (the world recolours there). `with_depth`: each frame
+    also carries the renderer's depth of every pixel (`engine.sim.visibility.pixel_depth`)."""
     plan = plan_episode(seed, frames, themes or THEME_NAMES)
     world = SimWorld(WorldSpec(seed, plan.theme, resolution, plan.reference_image))
     agent = RandomAgent(np.random.default_rng([seed, 2]), prompt_rate=prompt_rate)
@@ -48,7 +52,8 @@ def play_episode(seed: int, frames: int, resolution: int,
         if t == image_t:
             reference = world.reference_image
         labels = frame.labels
-        yield PlayedFrame(frame, inputs.prompts, reference)
+        depth = pixel_depth(world) if with_depth else None
+        yield PlayedFrame(frame, inputs.prompts, reference, depth)
     data = {"seed": seed, "theme": plan.theme, "frames": frames,
             "inputs": agent.recorded + image_inputs}
     if plan.reference_image is not None:

@@ -552,8 +552,8 @@ def warp_picture(images: torch.Tensor, move: torch.Tensor) -> torch.Tensor:
 
 
 _LEFT, _RIGHT, _UP, _DOWN = (KEY_ORDER.index(k) for k in ("LEFT", "RIGHT", "UP", "DOWN"))
-_WALK_KEYS = [KEY_ORDER.index(k) for k in ("W", "A", "S", "D")]
-_W, _A, _S, _D = _WALK_KEYS
+WALK_KEYS = [KEY_ORDER.index(k) for k in ("W", "A", "S", "D")]
+_W, _A, _S, _D = WALK_KEYS
 # Largest share of its distance from the horizon a ground cell moves in one step: cells
 # nearer than a step would otherwise be flung out of the frame
 _MAX_SPREAD = 0.5
@@ -570,14 +570,19 @@ def camera_shift(inputs: torch.Tensor) -> torch.Tensor:
     return torch.stack([-yaw * TURN_CELLS_PER_RADIAN, pitch * PITCH_CELLS_PER_RADIAN], dim=1)
 
 
-def walk_flow(inputs: torch.Tensor, size: int, horizon: torch.Tensor | None = None) -> torch.Tensor:
+def walk_flow(
+    inputs: torch.Tensor,
+    size: int,
+    horizon: torch.Tensor | None = None,
+    inverse_depth: torch.Tensor | None = None,
+) -> torch.Tensor:
     """(B, INPUT_FEATURES) input features -> (B, 2, S, S): how far, in latent cells (x right,
-    y down), the frame's step moves each cell of a flat ground seen from `EYE_HEIGHT` (the
-    simulator's eye over its terrain). A cell y cells below the horizon (`horizon`, (B,) cells
-    below the frame's middle; 0 when unknown) is S / 2 * EYE_HEIGHT / y away (a 90-degree
-    view); a step f forward spreads it out from the vanishing point by f / (depth - f) of its
-    offset, a step s to the right slides it left by s * y / EYE_HEIGHT. Nothing at or above
-    the horizon moves: the sky is too far away."""
+    y down), the frame's step moves each cell. A cell at inverse depth q (1 / world units
+    along the view axis; `inverse_depth` (B, S, S), flat ground from `EYE_HEIGHT` when None)
+    moves away from the vanishing point (the middle column, `horizon`'s row: (B,) cells below
+    the frame's middle, 0 when unknown) by f q / (1 - f q) of its offset for a step f forward,
+    and slides left by s S/2 q cells for a step s to the right (a 90-degree view). The sky
+    (q = 0) stays where it is."""
     b = inputs.shape[0]
     forward = inputs[:, _W] - inputs[:, _S]
     strafe = inputs[:, _D] - inputs[:, _A]
@@ -585,12 +590,19 @@ def walk_flow(inputs: torch.Tensor, size: int, horizon: torch.Tensor | None = No
     f, side = (forward * speed)[:, None, None], (strafe * speed)[:, None, None]
     n = torch.arange(size, dtype=inputs.dtype, device=inputs.device) + 0.5 - size / 2
     below = n[None, :, None] - (0.0 if horizon is None else horizon.view(b, 1, 1))
-    below = below.clamp_min(0.0)  # (B, S, 1): cells under the horizon
-    reach = EYE_HEIGHT * size / 2  # depth times cells below the horizon
-    spread = (f * below / (reach - f * below).clamp_min(1e-6)).clamp(-_MAX_SPREAD, _MAX_SPREAD)
-    x = spread * n[None, None, :] - side * below / EYE_HEIGHT
-    y = (spread * below).expand(b, size, size)
-    return torch.stack([x.expand(b, size, size), y], dim=1)
+    q = flat_ground_inverse_depth(below, size) if inverse_depth is None else inverse_depth
+    reach = (1 - f * q).clamp_min(1e-6)
+    spread = (f * q / reach).clamp(-_MAX_SPREAD, _MAX_SPREAD)
+    x = spread * n[None, None, :] - side * (size / 2) * q
+    y = spread * below
+    return torch.stack([x.expand(b, size, size), y.expand(b, size, size)], dim=1)
+
+
+def flat_ground_inverse_depth(below: torch.Tensor, size: int) -> torch.Tensor:
+    """Cells `below` the horizon (any shape) -> the inverse depth of a flat ground seen from
+    `EYE_HEIGHT` there (a 90-degree view: y cells below is S/2 EYE_HEIGHT / y away); 0 at and
+    above the horizon."""
+    return below.clamp_min(0.0) / (EYE_HEIGHT * size / 2)
 
 
 def history_move(
@@ -775,7 +787,7 @@ def _keep_gain(model: ConvWorldModel, p: Prediction, cond: Conditioning) -> torc
     """(B, 1, S, S) the nats `code_keep` adds to each cell's shown code: in rows nothing asks
     to change, in cells the history carries."""
     assert p.newest is not None
-    walking = cond.inputs[:, _WALK_KEYS].abs().sum(dim=1) > 0
+    walking = cond.inputs[:, WALK_KEYS].abs().sum(dim=1) > 0
     if model.config.keep_walking:
         walking = torch.zeros_like(walking)
     asked = guided_rows(cond, model.config.text_guidance_frames)

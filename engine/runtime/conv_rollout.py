@@ -22,12 +22,14 @@ import torch
 
 from engine.model.conv_world import (
     MEMORY_SLOTS,
+    WALK_KEYS,
     Conditioning,
     ConvWorldModel,
     camera_shift,
     sample_frame,
     walk_flow,
 )
+from engine.model.depth_head import DepthHead
 from engine.model.latent_codes import CodeDraws
 from engine.model.view_memory import ViewMemory
 from engine.spec import PITCH_CELLS_PER_RADIAN, PITCH_LIMIT
@@ -52,9 +54,11 @@ class ConvRollout:
         seed: int = 0,
         steps: int | None = None,
         project: object | None = None,
+        depth: DepthHead | None = None,
     ):
         del steps, project  # the model's own sampler steps; it never re-encodes
         self.model = model
+        self.depth = depth  # each history cell's inverse depth, for the walk warp
         self.gen = torch.Generator().manual_seed(seed)  # a denoiser's noise, a code model's draws
         cfg = model.config
         self.draws = CodeDraws(self.gen, cfg.code_noise_blur, cfg.code_noise_memory)
@@ -205,7 +209,8 @@ class ConvRollout:
     def _history_move(self, cond: Conditioning) -> torch.Tensor:
         """The move the camera warp gives this frame's history, and what it tracks: the
         camera's turn and tilt (by whole cells where `warp_whole_cells`, the rest carried), and
-        with `walk_warp` the step's spread of the ground (each cell with its own rest)."""
+        with `walk_warp` the step's move of each cell (each with its own rest): by its depth
+        as the depth head reads it off the newest history frame, or as flat ground."""
         cfg = self.model.config
         shift = camera_shift(cond.inputs)
         dx, dy = shift[0].tolist()
@@ -215,10 +220,19 @@ class ConvRollout:
             shift, self.warp_rest = _whole_cells(shift, self.warp_rest)
         if not cfg.walk_warp:
             return shift
-        step = walk_flow(cond.inputs, cfg.latent_size, self.horizon)
+        step = walk_flow(cond.inputs, cfg.latent_size, self.horizon, self._inverse_depth(cond))
         if cfg.warp_whole_cells:
             step, self.walk_rest = _whole_cells(step, self.walk_rest)
         return shift[:, :, None, None] + step
+
+    def _inverse_depth(self, cond: Conditioning) -> torch.Tensor | None:
+        """(1, S, S) inverse depth of the newest history frame's cells where the weights
+        have a depth head and the frame steps; None: flat ground."""
+        walks = bool(cond.inputs[0, WALK_KEYS].abs().sum() > 0)
+        if self.depth is None or not self.history or not walks:
+            return None
+        with torch.inference_mode():
+            return self.depth(self.history[-1][None].float())
 
     def _remember(self, z: torch.Tensor, audio: torch.Tensor, frame: int) -> None:
         cfg = self.model.config

@@ -25,6 +25,7 @@ import torch
 from engine.model.audio_ae import AudioAE, AudioAEConfig, float_to_int16, int16_to_float
 from engine.model.checkpoint import load_checkpoint
 from engine.model.conv_world import ConvWorldModel, warp_picture
+from engine.model.depth_head import DEPTH_FILE, DepthHead, DepthHeadConfig
 from engine.model.inputs import input_features
 from engine.model.particles import PARTICLES_FILE, Particles, ParticlesConfig
 from engine.model.scene_edit import (
@@ -98,8 +99,10 @@ class World:
         snap: SentenceSnap | None = None,
         particles: Particles | None = None,
         scene_edit: SceneEdit | None = None,
+        depth: DepthHead | None = None,
     ):
         self.video_ae, self.audio_ae, self.model = video_ae.eval(), audio_ae.eval(), model.eval()
+        self.depth = depth.eval() if depth is not None else None  # the walk warp's depth
         self.particles = particles.eval() if particles is not None else None
         self.scene_edit = scene_edit.eval() if scene_edit is not None else None
         self.text = text_encoder or TextEncoder()
@@ -130,11 +133,12 @@ class World:
         missing = [f for f in WEIGHT_FILES if not (folder / f).exists()]
         if missing:
             raise FileNotFoundError(f"weights missing in {folder}: {missing}")
-        openings, snap, particles, scene_edit = (
+        openings, snap, particles, scene_edit, depth = (
             folder / OPENINGS_FILE,
             folder / SNAP_FILE,
             folder / PARTICLES_FILE,
             folder / SCENE_EDIT_FILE,
+            folder / DEPTH_FILE,
         )
         world = cls(
             load_checkpoint(folder / "video_ae.pt", VideoAE, VideoAEConfig),
@@ -148,6 +152,7 @@ class World:
             scene_edit=load_checkpoint(scene_edit, SceneEdit, SceneEditConfig)
             if scene_edit.exists()
             else None,
+            depth=load_checkpoint(depth, DepthHead, DepthHeadConfig) if depth.exists() else None,
         )
         if preload_text:
             world.text.encode(["warm up"])
@@ -174,7 +179,7 @@ class World:
         projection per the config): sessions, eval and measurements should all build theirs
         here."""
         if isinstance(self.model, ConvWorldModel):
-            return ConvRollout(self.model, theme, image, seed=seed)
+            return ConvRollout(self.model, theme, image, seed=seed, depth=self.depth)
         project = self.video_ae if self.model.config.project_context else None
         return LatentRollout(self.model, theme, image, seed=seed, steps=steps, project=project)
 

@@ -88,7 +88,23 @@ def view_labels(world: Any) -> np.void:
 
 
 def shown_pixels(world: Any) -> dict[int, int]:
-    """Pixels of the last frame that each billboard (by key) shows, after occlusion.
+    """Pixels of the last frame that each billboard (by key) shows, after occlusion."""
+    owner, _ = _billboard_pass(world)
+    keys, counts = np.unique(owner[owner >= 0], return_counts=True)
+    return {int(k): int(c) for k, c in zip(keys, counts, strict=True)}
+
+
+def pixel_depth(world: Any) -> np.ndarray:
+    """(H, W) float32: how far ahead of the camera (along its view axis, world units) the
+    thing each pixel of the last frame shows stands; inf on the sky. What a step forward or
+    sideways moves a pixel by depends on it (engine/model/depth_head.py learns it)."""
+    _, depth = _billboard_pass(world)
+    return depth
+
+
+def _billboard_pass(world: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(owner (H, W) int64: the billboard key each pixel shows, -1 for terrain and sky;
+    depth (H, W) float32 of what each pixel shows).
 
     Repeats the renderer's billboard pass without colour: a texel is drawn where it is opaque
     and nearer than the terrain behind it, and a later billboard overwrites an earlier one."""
@@ -98,7 +114,9 @@ def shown_pixels(world: Any) -> dict[int, int]:
     horizon = size / 2 + np.tan(cam.pitch) * r.proj
     source = r.last_source
     terrain = source < r.slices * size
-    depth = np.where(terrain, r.depth[np.minimum(source // size, r.slices - 1)], np.inf)
+    terrain_depth = r.depth[np.minimum(source // size, r.slices - 1)]
+    depth = np.where(terrain, terrain_depth, np.inf).astype(np.float32)
+    behind = depth.copy()  # the renderer tests each billboard against the terrain alone
     owner = np.full((size, size), -1, np.int64)
     for board in world._billboards():
         box = r._project(cam, board, horizon)
@@ -110,11 +128,11 @@ def shown_pixels(world: Any) -> dict[int, int]:
         us = np.clip(((np.arange(x0c, x1c) + 0.5 - left) / width * tw).astype(np.int32), 0, tw - 1)
         vs = np.clip(((np.arange(y0c, y1c) + 0.5 - top) / height * th).astype(np.int32), 0, th - 1)
         mask = (board.texture[vs[:, None], us[None, :], 3] > 0) & (
-            depth[y0c:y1c, x0c:x1c] > board_depth
+            behind[y0c:y1c, x0c:x1c] > board_depth
         )
         owner[y0c:y1c, x0c:x1c][mask] = board.key
-    keys, counts = np.unique(owner[owner >= 0], return_counts=True)
-    return {int(k): int(c) for k, c in zip(keys, counts, strict=True)}
+        depth[y0c:y1c, x0c:x1c][mask] = board_depth
+    return owner, depth
 
 
 def _billboard_boxes(world: Any) -> dict[int, tuple[float, float, float, float]]:

@@ -12,7 +12,8 @@ warm-started from shipped weights (engine/train/finetune.py): latents, errorbank
 decoder; or conv, the convolutional world model trained on its own unrolled rollouts
 (engine/train/conv_generator.py); or particles, the rain and snow layer drawn over the
 picture (engine/train/particles.py); or scene-edit, the change a sentence makes to the
-picture at once (engine/train/scene_edit.py).
+picture at once (engine/train/scene_edit.py); or depth, how far away each cell of a latent
+frame is, for the walk warp (engine/train/depth.py).
 
 Every stage resumes from its checkpoint under --out when re-run with the same arguments.
 """
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             "conv",
             "particles",
             "scene-edit",
+            "depth",
         ),
     )
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
@@ -157,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=None,
         help="measure: fidelity episodes (10 by default, as the eval; 0 skips them); "
-        "scene-edit: simulator episodes to take pairs from (200)",
+        "scene-edit: simulator episodes to take pairs from (200); depth: episodes to learn "
+        "from (60)",
     )
     parser.add_argument(
         "--long-runs", type=int, default=2, help="measure: walking rollouts for brightness drift"
@@ -166,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--init",
         default=None,
-        help="conv: a conv world.pt to warm-start from; scene-edit: a scene_edit.pt",
+        help="conv: a conv world.pt to warm-start from; scene-edit: a scene_edit.pt; "
+        "depth: a depth.pt",
     )
     parser.add_argument(
         "--lr",
@@ -669,6 +673,18 @@ def main(argv: list[str] | None = None) -> int:
             "seed": args.seed,
         }
         path = train_scene_edit(given_config(SceneEditTrainConfig, given))
+    elif args.stage == "depth":
+        from .depth import DepthTrainConfig, train_depth
+
+        given = {
+            "out": args.out,
+            "weights": args.weights,
+            "init": args.init,
+            "episodes": args.episodes,
+            "minutes": args.minutes,
+            "seed": args.seed,
+        }
+        path = train_depth(given_config(DepthTrainConfig, given))
     elif args.stage == "text-table":
         from .latents import save_text_table
 

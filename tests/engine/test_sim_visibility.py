@@ -79,3 +79,24 @@ def test_a_billboard_drawn_over_another_hides_it():
     covered = shown_pixels(world)[0]
     c.x += 64  # the same frame without the creature in front
     assert shown_pixels(world)[0] > covered > 0
+
+
+def test_pixel_depth_is_infinite_on_the_sky_and_nearest_where_a_billboard_stands():
+    from engine.sim.visibility import _billboard_pass, pixel_depth
+
+    world = SimWorld(WorldSpec(5, "frost_valley"))
+    world.step()
+    depth = pixel_depth(world)
+    assert depth.shape == (world.renderer.size,) * 2 and depth.dtype == np.float32
+    sky = world.renderer.last_source >= world.renderer.slices * world.renderer.size
+    open_sky = sky & (_billboard_pass(world)[0] < 0)  # no billboard stands in front of it
+    assert open_sky.any() and np.isinf(depth[open_sky]).all()
+    assert np.isfinite(depth[~open_sky]).all()
+    assert (depth[~sky] >= 0.7).all()  # nothing nearer than the renderer's near plane
+    # the creature's pixels are as far as the creature stands, nearer than the land behind
+    c = world.creature.state
+    dx, dy = world.player_delta_to(c.x, c.y)
+    ahead = dx * np.cos(world.yaw) + dy * np.sin(world.yaw)
+    x0, y0, x1, y1 = (int(v) for v in _billboard_boxes(world)[CREATURE_KEY])
+    box = depth[max(y0, 0) : y1, max(x0, 0) : x1]
+    assert np.isclose(box, ahead, atol=1e-3).any()

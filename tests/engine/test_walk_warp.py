@@ -138,3 +138,43 @@ def test_the_walk_is_written_with_the_camera_warp(tmp_path):
     assert not load_world_model(tmp_path / "world.pt").config.walk_warp
     with pytest.raises(ValueError, match="walk"):
         set_camera_warp(False, tmp_path, walk=True)
+
+
+def test_a_cell_moves_by_its_own_depth_and_flat_ground_is_the_default():
+    from engine.model.conv_world import flat_ground_inverse_depth
+
+    n = torch.arange(16, dtype=torch.float32) + 0.5 - 8
+    flat = flat_ground_inverse_depth(n[None, :, None].expand(1, 16, 16), 16)
+    assert torch.allclose(walk_flow(held("W"), 16, inverse_depth=flat), walk_flow(held("W"), 16))
+    assert torch.allclose(walk_flow(held("D"), 16, inverse_depth=flat), walk_flow(held("D"), 16))
+    # a tree a few steps ahead, standing above the horizon where flat ground sees only sky
+    near = flat.clone()
+    near[0, 2:8, 10:13] = 0.3
+    moved = walk_flow(held("W"), 16, inverse_depth=near)[0]
+    assert not walk_flow(held("W"), 16)[0, :, 2:8, 10:13].any()
+    assert (moved[0, 2:8, 10:13] > 0).all()  # right of the middle: it spreads further right
+    assert (moved[1, 2:8, 10:13] < 0).all()  # above the horizon: it grows upward
+    side = walk_flow(held("D"), 16, inverse_depth=near)[0, 0, 2:8, 10:13]
+    assert torch.allclose(side, torch.full_like(side, -WALK_SPEED * 8 * 0.3))
+    assert not walk_flow(held("W"), 16, inverse_depth=torch.zeros(1, 16, 16)).any()  # all sky
+
+
+def test_a_session_with_a_depth_head_moves_its_history_by_the_depth_it_reads():
+    from engine.model.depth_head import DepthHead, DepthHeadConfig
+
+    model = code_model(walk_warp=True)
+    head = DepthHead(DepthHeadConfig(latent_channels=8, latent_size=16)).eval()
+    with torch.no_grad():
+        head.out.bias.fill_(1.0)  # softplus(-1): everything about 3 units away
+    flat, deep = ConvRollout(model, theme=0, seed=3), ConvRollout(model, 0, seed=3, depth=head)
+    start = torch.randn(8, 16, 16, generator=torch.Generator().manual_seed(4))
+    for roll in (flat, deep):
+        roll.observe(start, torch.zeros(32), held()[0], 0)
+    cond = conditioning(1)
+    cond.inputs = held("W")
+    with torch.no_grad():
+        q = head(deep.history[-1][None])  # the newest frame, as the history holds it (codes)
+    assert torch.allclose(deep._history_move(cond), walk_flow(cond.inputs, 16, inverse_depth=q))
+    assert torch.allclose(flat._history_move(cond), walk_flow(cond.inputs, 16))
+    cond.inputs = held("LEFT")  # no step: the head is not asked, the turn alone moves it
+    assert deep._inverse_depth(cond) is None
