@@ -177,24 +177,3 @@ def test_the_shipped_edit_brings_night_at_once_from_held_out_wording():
         with torch.no_grad():
             brightness.append(float(shipped.video_ae.decode(oldest).mean()))
     assert brightness[1] < 0.5 * brightness[0]
-
-
-def test_a_depth_training_run_writes_a_head_that_a_world_loads(tmp_path):
-    import json
-    import shutil
-
-    from engine.model.depth_head import DEPTH_FILE
-    from engine.runtime.session import DEFAULT_WEIGHTS
-    from engine.train.depth import DepthTrainConfig, train_depth
-
-    cfg = DepthTrainConfig(out=str(tmp_path / "run"), episodes=2, frames=30, minutes=0.02)
-    path = train_depth(cfg)
-    report = json.loads((tmp_path / "run" / "report.json").read_text())["heldout"]
-    assert report["frames"] == 10 and 0 < report["head_l1"] and 0 < report["flat_ground_l1"]
-    assert (tmp_path / "run" / "loss.png").exists()
-    assert train_depth(cfg) == path  # resumes: the budget is spent, nothing retrains
-    folder = tmp_path / "weights"
-    shutil.copytree(DEFAULT_WEIGHTS, folder)
-    shutil.copy(path, folder / DEPTH_FILE)
-    world = World.load(folder)
-    assert world.depth is not None and world.new_rollout(0).depth is world.depth
