@@ -22,6 +22,7 @@ import torch
 
 from engine.model.conv_world import (
     MEMORY_SLOTS,
+    PICTURE_SETTLE_FRAMES,
     WALK_KEYS,
     Conditioning,
     ConvWorldModel,
@@ -97,6 +98,14 @@ class ConvRollout:
         self.image = self._image_row(token)
         self.image_since = self.frame
         self._world_changed()
+
+    def settle_picture(self) -> None:
+        """The history already shows the reference picture (known frames of the world with
+        it): the code keep holds from now, with no `PICTURE_SETTLE_FRAMES` window for the
+        world to recolour in (in it, a primed session changed 50 times more than the
+        simulator from frame to frame while standing still; MODEL.md v27)."""
+        if self.image_since is not None:
+            self.image_since = min(self.image_since, self.frame - PICTURE_SETTLE_FRAMES)
 
     def _world_changed(self) -> None:
         """A sentence or a picture may change the whole world: the directions the session was

@@ -369,7 +369,8 @@ class Session:
         optional (n, 800) int16 audio become the context, as if generated; idle inputs.
         `around` (m, H, W, 3), if given, is the rest of a full turn from the last frame in
         m + 1 equal steps to the right (`SimWorld.look_around`): the directions the session
-        knows before it first faces them."""
+        knows before it first faces them. The known pictures show the world with the
+        session's reference picture, if it has one: it counts as settled (`settle_picture`)."""
         pictures = frames_to_tensor(self._checked_frames(frames, "prime"))
         z = self.world.video_ae.encode(pictures)
         if self.world.particles is not None and len(pictures):
@@ -388,6 +389,18 @@ class Session:
         if around is not None:
             views = frames_to_tensor(self._checked_frames(around, "around"))
             self.rollout.remember_around(self.world.video_ae.encode(views))
+        if len(frames) and isinstance(self.rollout, ConvRollout):
+            self._settle_picture(self.rollout)
+
+    def _settle_picture(self, rollout: ConvRollout) -> None:
+        """A reference picture given before the known pictures is one they already show: it
+        is set now, not at the next frame (where it would open the recolouring window), and
+        the code keep holds from the first generated frame."""
+        with self._lock:
+            picture, self._image = self._image, None
+        if picture is not None:
+            rollout.set_image(image_token(self.world.video_ae, picture))
+        rollout.settle_picture()
 
     def _checked_frames(self, frames: np.ndarray, name: str) -> np.ndarray:
         frames = np.asarray(frames)

@@ -238,6 +238,33 @@ def test_a_code_session_knows_the_whole_turn_from_its_opening_or_its_priming():
     assert alone.rollout.views.seen[frame_rows].sum() == 16 * 16
 
 
+def test_a_primed_session_counts_its_reference_picture_as_settled():
+    """Known pictures already show the world with the picture: the code keep holds at once.
+    A session opened without them, or given a picture later, recolours in the window."""
+    from engine.model.conv_world import PICTURE_SETTLE_FRAMES
+
+    w = tiny_world()
+    conv = World(w.video_ae, w.audio_ae, tiny_code_model(), FakeText())
+    palette = {"sky": [250, 20, 20], "foliage": [20, 250, 20], "ground": [20, 20, 250]}
+    spec = {"seed": 0, "theme": "misty_coast", "reference_image": palette}
+
+    def image_age(session) -> float:
+        roll = session.rollout
+        return float(roll._conditioning(np.zeros(13), roll.frame, None).image_age[0])
+
+    primed = conv.start(spec, opening=False)
+    primed.prime(np.zeros((2, 128, 128, 3), np.uint8))
+    assert image_age(primed) >= PICTURE_SETTLE_FRAMES
+    unprimed = conv.start(spec, opening=False)
+    unprimed.next_chunk()  # the picture arrives with the first generated frame
+    assert image_age(unprimed) < PICTURE_SETTLE_FRAMES
+    primed.rollout.set_image(torch.zeros(primed.rollout.image.shape[1]))
+    assert image_age(primed) == 0  # a picture given later recolours the world
+    plain = conv.start({"seed": 0, "theme": "misty_coast"}, opening=False)
+    plain.prime(np.zeros((2, 128, 128, 3), np.uint8))
+    assert plain.rollout.image_since is None
+
+
 def test_openings_that_do_not_match_the_tokenizers_are_refused():
     from engine.runtime.openings import Openings
 
