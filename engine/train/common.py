@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +122,76 @@ def optimizer_step(
     if clip is not None:
         torch.nn.utils.clip_grad_norm_(clip, 1.0)
     opt.step()
+
+
+@dataclass
+class RowFit:
+    """How `fit_rows` trains a head: batches of `batch` rows drawn from the training rows,
+    AdamW at `lr` (cosine, 50 warm-up steps) for `minutes`, resumable from `out/state.pt`,
+    the loss logged as `name` and plotted to `out/loss.png`."""
+
+    out: Path
+    name: str
+    title: str
+    minutes: float
+    lr: float
+    batch: int
+    seed: int
+    checkpoint_every: int
+    train: dict  # the run's config, stored with every checkpoint
+
+    @classmethod
+    def of(cls, cfg: Any, name: str, title: str) -> RowFit:
+        """From a training config with out, minutes, lr, batch, seed and checkpoint_every."""
+        import dataclasses
+
+        return cls(
+            out=Path(cfg.out),
+            name=name,
+            title=title,
+            minutes=cfg.minutes,
+            lr=cfg.lr,
+            batch=cfg.batch,
+            seed=cfg.seed,
+            checkpoint_every=cfg.checkpoint_every,
+            train=dataclasses.asdict(cfg),
+        )
+
+
+def fit_rows(
+    model: torch.nn.Module,
+    rows: torch.Tensor,
+    loss_of: Callable[[torch.Tensor], torch.Tensor],
+    fit: RowFit,
+) -> int:
+    """Train `model` on `loss_of(batch rows)` until the budget is spent; the steps taken."""
+    from tqdm import tqdm
+
+    from .plots import line_plot
+
+    opt = torch.optim.AdamW(model.parameters(), lr=fit.lr, weight_decay=0.0)
+    state = fit.out / "state.pt"
+    step, spent = resume(state, model=model, opt=opt)
+    budget = Budget(fit.minutes, spent)
+    gen = torch.Generator().manual_seed(fit.seed * 7919 + step)
+    log = LossLog(fit.out / "loss.jsonl")
+
+    def checkpoint(step: int) -> None:
+        save_state(state, step, budget.spent, {"train": fit.train}, model=model, opt=opt)
+        line_plot(fit.out / "loss.png", log.series(fit.name), fit.title)
+
+    bar = tqdm(desc=fit.title, unit="step", initial=step, mininterval=10)
+    while not budget.done():
+        for g in opt.param_groups:
+            g["lr"] = cosine_lr(fit.lr, min(budget.spent / budget.seconds, 1.0), step, warmup=50)
+        loss = loss_of(rows[torch.randint(len(rows), (fit.batch,), generator=gen)])
+        optimizer_step(opt, loss)
+        step += 1
+        bar.update()
+        log.add(step, **{fit.name: loss.item()})
+        bar.set_postfix({fit.name: f"{loss.item():.4f}"}, refresh=False)
+        if step % fit.checkpoint_every == 0:
+            checkpoint(step)
+    bar.close()
+    checkpoint(step)
+    return step

@@ -30,8 +30,7 @@ from engine.model.conv_world import ConvWorldModel, flat_ground_inverse_depth
 from engine.model.depth_head import DepthHead, DepthHeadConfig, cell_inverse_depth
 from engine.model.video_ae import frames_to_tensor
 
-from .common import Budget, LossLog, cosine_lr, optimizer_step, resume, save_state
-from .plots import line_plot
+from .common import RowFit, fit_rows
 
 DEPTH_SEED_BASE = 90_000  # apart from the data sets', the eval's and the scene edit's seeds
 KEEP_EVERY = 3  # frames between two kept ones: neighbours are nearly the same picture
@@ -115,33 +114,12 @@ def train_depth(cfg: DepthTrainConfig) -> Path:
     model = DepthHead(DepthHeadConfig(latent_channels=c, latent_size=s))
     if cfg.init:  # warm start (a fresh run; a resumed one loads its own state below)
         model.load_state_dict(load_checkpoint(cfg.init, DepthHead, DepthHeadConfig).state_dict())
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
-    state = out / "state.pt"
-    step, spent = resume(state, model=model, opt=opt)
-    budget = Budget(cfg.minutes, spent)
-    gen = torch.Generator().manual_seed(cfg.seed * 7919 + step)
-    log = LossLog(out / "loss.jsonl")
+    latents, target = data["latents"], data["target"]
 
-    def checkpoint(step: int) -> None:
-        train = {"train": dataclasses.asdict(cfg)}
-        save_state(state, step, budget.spent, train, model=model, opt=opt)
-        line_plot(out / "loss.png", log.series("l1"), "depth head: mean |inverse depth error|")
+    def loss_of(rows: torch.Tensor) -> torch.Tensor:
+        return (model(latents[rows].float()) - target[rows]).abs().mean()
 
-    bar = tqdm(desc="depth head", unit="step", initial=step, mininterval=10)
-    while not budget.done():
-        for g in opt.param_groups:
-            g["lr"] = cosine_lr(cfg.lr, min(budget.spent / budget.seconds, 1.0), step, warmup=50)
-        rows = train_rows[torch.randint(len(train_rows), (cfg.batch,), generator=gen)]
-        loss = (model(data["latents"][rows].float()) - data["target"][rows]).abs().mean()
-        optimizer_step(opt, loss)
-        step += 1
-        bar.update()
-        log.add(step, l1=loss.item())
-        bar.set_postfix(l1=f"{loss.item():.4f}", refresh=False)
-        if step % cfg.checkpoint_every == 0:
-            checkpoint(step)
-    bar.close()
-    checkpoint(step)
+    step = fit_rows(model, train_rows, loss_of, RowFit.of(cfg, "l1", "depth head"))
     report = {
         "steps": step,
         "frames": int(len(train_rows)),

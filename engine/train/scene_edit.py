@@ -35,8 +35,7 @@ from engine.model.scene_edit import SCENE_EVENTS, SceneEdit, SceneEditConfig
 from engine.model.video_ae import frames_to_tensor
 from engine.sim.world import SimWorld, WorldSpec
 
-from .common import Budget, LossLog, cosine_lr, optimizer_step, resume, save_state
-from .plots import line_plot
+from .common import RowFit, fit_rows
 
 PAIR_SEED_BASE = 70_000  # the pair episodes' world seeds: apart from data sets and the eval's
 PAIR_EVERY = 10  # frames between two copied moments
@@ -137,34 +136,13 @@ def train_scene_edit(cfg: SceneEditTrainConfig) -> Path:
     model = SceneEdit(SceneEditConfig(latent_channels=book.shape[1]))
     if cfg.init:  # warm start (a fresh run; a resumed one loads its own state below)
         model.load_state_dict(load_checkpoint(cfg.init, SceneEdit, SceneEditConfig).state_dict())
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
-    state = out / "state.pt"
-    step, spent = resume(state, model=model, opt=opt)
-    budget = Budget(cfg.minutes, spent)
-    gen = torch.Generator().manual_seed(cfg.seed * 7919 + step)
-    log = LossLog(out / "loss.jsonl")
+    before, after, event = pairs["before"], pairs["after"], pairs["event"]
 
-    def checkpoint(step: int) -> None:
-        train = {"train": dataclasses.asdict(cfg)}
-        save_state(state, step, budget.spent, train, model=model, opt=opt)
-        line_plot(out / "loss.png", log.series("edit"), "scene edit")
+    def loss_of(rows: torch.Tensor) -> torch.Tensor:
+        was, wanted = before[rows].float(), after[rows].float()
+        return edit_loss(model(was, event[rows]), was, wanted)
 
-    bar = tqdm(desc="scene edit", unit="step", initial=step, mininterval=10)
-    while not budget.done():
-        for g in opt.param_groups:
-            g["lr"] = cosine_lr(cfg.lr, min(budget.spent / budget.seconds, 1.0), step, warmup=50)
-        rows = train_rows[torch.randint(len(train_rows), (cfg.batch,), generator=gen)]
-        before, after = pairs["before"][rows].float(), pairs["after"][rows].float()
-        loss = edit_loss(model(before, pairs["event"][rows]), before, after)
-        optimizer_step(opt, loss)
-        step += 1
-        bar.update()
-        log.add(step, edit=loss.item())
-        bar.set_postfix(edit=f"{loss.item():.4f}", refresh=False)
-        if step % cfg.checkpoint_every == 0:
-            checkpoint(step)
-    bar.close()
-    checkpoint(step)
+    step = fit_rows(model, train_rows, loss_of, RowFit.of(cfg, "edit", "scene edit"))
     report = {
         "steps": step,
         "pairs": int(len(train_rows)),
