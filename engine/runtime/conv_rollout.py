@@ -237,8 +237,9 @@ class ConvRollout:
     def _inverse_depth(self, cond: Conditioning) -> torch.Tensor | None:
         """(1, S, S) inverse depth of the newest history frame's cells where the weights
         have a depth head and the frame steps; None: flat ground."""
-        walks = bool(cond.inputs[0, WALK_KEYS].abs().sum() > 0)
-        if self.depth is None or not self.history or not walks:
+        if self.depth is None or not self.history:
+            return None
+        if not bool(cond.inputs[0, WALK_KEYS].abs().sum() > 0):
             return None
         with torch.inference_mode():
             return self.depth(self.history[-1][None].float())

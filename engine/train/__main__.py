@@ -23,7 +23,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -661,9 +663,15 @@ def main(argv: list[str] | None = None) -> int:
             "codes": args.codes,
         }
         path = train_particles(given_config(ParticlesTrainConfig, given))
-    elif args.stage == "scene-edit":
+    elif args.stage in ("scene-edit", "depth"):
+        from .depth import DepthTrainConfig, train_depth
         from .scene_edit import SceneEditTrainConfig, train_scene_edit
 
+        stages: dict[str, tuple[type, Callable[[Any], Path]]] = {
+            "scene-edit": (SceneEditTrainConfig, train_scene_edit),
+            "depth": (DepthTrainConfig, train_depth),
+        }
+        config_cls, train = stages[args.stage]
         given = {
             "out": args.out,
             "weights": args.weights,
@@ -672,19 +680,7 @@ def main(argv: list[str] | None = None) -> int:
             "minutes": args.minutes,
             "seed": args.seed,
         }
-        path = train_scene_edit(given_config(SceneEditTrainConfig, given))
-    elif args.stage == "depth":
-        from .depth import DepthTrainConfig, train_depth
-
-        given = {
-            "out": args.out,
-            "weights": args.weights,
-            "init": args.init,
-            "episodes": args.episodes,
-            "minutes": args.minutes,
-            "seed": args.seed,
-        }
-        path = train_depth(given_config(DepthTrainConfig, given))
+        path = train(given_config(config_cls, given))
     elif args.stage == "text-table":
         from .latents import save_text_table
 

@@ -80,6 +80,16 @@ def save_state(
     )
 
 
+def cached(path: Path, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """What `build` makes, saved at `path` the first time and read back from it after (a
+    resumed run does not simulate and encode its data again)."""
+    if path.exists():
+        return load_payload(path)
+    made = build()
+    torch.save(made, path)
+    return made
+
+
 class Throughput:
     """Steps and target frames per second of a training loop, plus peak GPU memory: printed as
     one JSON line ({"throughput": ...}) so a GPU lease's log says how busy the device was."""

@@ -25,12 +25,12 @@ import torch
 from tqdm import tqdm
 
 from engine.data.episode import PlayedFrame, play_episode
-from engine.model.checkpoint import load_checkpoint, load_payload, save_checkpoint
+from engine.model.checkpoint import load_checkpoint, save_checkpoint
 from engine.model.conv_world import ConvWorldModel, flat_ground_inverse_depth
 from engine.model.depth_head import DepthHead, DepthHeadConfig, cell_inverse_depth
 from engine.model.video_ae import frames_to_tensor
 
-from .common import RowFit, fit_rows
+from .common import RowFit, cached, fit_rows
 
 DEPTH_SEED_BASE = 90_000  # apart from the data sets', the eval's and the scene edit's seeds
 KEEP_EVERY = 3  # frames between two kept ones: neighbours are nearly the same picture
@@ -95,19 +95,11 @@ def encode_frames(cfg: DepthTrainConfig) -> dict[str, torch.Tensor]:
     }
 
 
-def load_frames(cfg: DepthTrainConfig, path: Path) -> dict[str, torch.Tensor]:
-    if path.exists():
-        return load_payload(path)
-    frames = encode_frames(cfg)
-    torch.save(frames, path)
-    return frames
-
-
 def train_depth(cfg: DepthTrainConfig) -> Path:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)
-    data = load_frames(cfg, out / "frames.pt")
+    data = cached(out / "frames.pt", lambda: encode_frames(cfg))
     held = (data["episode"] % HELDOUT_EVERY) == 0
     train_rows = torch.nonzero(~held)[:, 0]
     c, s = data["latents"].shape[1], data["latents"].shape[-1]

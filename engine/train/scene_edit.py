@@ -28,14 +28,14 @@ import torch
 from tqdm import tqdm
 
 from engine.data.agent import RandomAgent, plan_episode
-from engine.model.checkpoint import load_checkpoint, load_payload, save_checkpoint
+from engine.model.checkpoint import load_checkpoint, save_checkpoint
 from engine.model.conv_world import ConvWorldModel
 from engine.model.latent_codes import nearest_codes
 from engine.model.scene_edit import SCENE_EVENTS, SceneEdit, SceneEditConfig
 from engine.model.video_ae import frames_to_tensor
 from engine.sim.world import SimWorld, WorldSpec
 
-from .common import RowFit, fit_rows
+from .common import RowFit, cached, fit_rows
 
 PAIR_SEED_BASE = 70_000  # the pair episodes' world seeds: apart from data sets and the eval's
 PAIR_EVERY = 10  # frames between two copied moments
@@ -117,19 +117,11 @@ def encode_pairs(cfg: SceneEditTrainConfig) -> dict[str, torch.Tensor]:
     }
 
 
-def load_pairs(cfg: SceneEditTrainConfig, path: Path) -> dict[str, torch.Tensor]:
-    if path.exists():
-        return load_payload(path)
-    pairs = encode_pairs(cfg)
-    torch.save(pairs, path)
-    return pairs
-
-
 def train_scene_edit(cfg: SceneEditTrainConfig) -> Path:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)
-    pairs = load_pairs(cfg, out / "pairs.pt")
+    pairs = cached(out / "pairs.pt", lambda: encode_pairs(cfg))
     held = (pairs["episode"] % HELDOUT_EVERY) == 0
     train_rows = torch.nonzero(~held)[:, 0]
     book = pairs["codebook"]
