@@ -78,6 +78,17 @@ def brightness_drift(generated: np.ndarray, truth: np.ndarray) -> float:
     )
 
 
+def colour_spread_ratio(generated: np.ndarray, truth: np.ndarray) -> float:
+    """Mean per-frame spread of pixel values (standard deviation over the picture, per colour
+    channel) of a rollout over the simulator's: about 1 when the picture holds as many colours
+    as the world, toward 0 when it dissolves into one colour field."""
+
+    def spread(frames: np.ndarray) -> float:
+        return float(to_float(frames).std(axis=(1, 2)).mean())
+
+    return spread(generated) / max(spread(truth), 1e-8)
+
+
 def flicker_ratio(generated: np.ndarray, truth: np.ndarray) -> float:
     """Mean absolute frame-to-frame pixel change of a rollout over the simulator's, same
     inputs: about 1 when the picture moves as the world does, far above 1 when it boils

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -492,8 +493,6 @@ def main(argv: list[str] | None = None) -> int:
 
         path = write_openings(Path(args.dest) if args.dest is not None else WEIGHTS)
     elif args.stage == "measure":
-        import json
-
         from .measure import measure
 
         result = measure(
@@ -515,10 +514,14 @@ def main(argv: list[str] | None = None) -> int:
 
         path = Path(args.out or "runs/sheets")
         world = World.load(args.weights)
+        figures = {}
         for p in theme_sheets(world, path, around=args.around) + theme_sheets(
             world, path, every_s=5, prompts=SHEET_PROMPTS, around=args.around
         ):
             print(p)
+            if p.suffix == ".json":
+                figures[p.stem] = json.loads(p.read_text())["mean"]
+        print(json.dumps(figures))
     elif args.stage in ("finetune", "decoder"):
         from .finetune import DecoderTuneConfig, FinetuneConfig, train_decoder, train_finetune
 
@@ -610,8 +613,6 @@ def main(argv: list[str] | None = None) -> int:
         path = Path(data_cfg.out).parent
         print(f"{len(bank.video)} latent frames")
     elif args.stage == "errorbank":
-        import json
-
         from engine.model.world import WorldModel
         from engine.runtime.session import World
 
@@ -640,8 +641,6 @@ def main(argv: list[str] | None = None) -> int:
         errors.save(path)
         print(json.dumps(errors.summary()))
     elif args.stage == "audio-study":
-        import json
-
         from .audio_study import study
         from .latents import load_audio_tokenizer
 

@@ -27,6 +27,7 @@ from engine.data.layout import HELDOUT_SEED_BASE
 from engine.eval.episodes import PRIME_FRAMES, ModelPlayer, SimEpisode, agent_episode
 from engine.eval.metrics import (
     brightness_drift,
+    colour_spread_ratio,
     flicker_ratio,
     pooled_psnr,
     seam_ratio,
@@ -37,10 +38,12 @@ from engine.eval.run import FIDELITY_FRAMES, FIDELITY_START, HORIZONS, loop_clos
 from engine.runtime.session import World
 from engine.sim import FrameInputs, WorldSpec
 from engine.sim.themes import THEME_NAMES
+from engine.spec import KEY_BITS, WALK_SPEED
 
 from .plots import image_grid
 
 SHEET_SEED_BASE = HELDOUT_SEED_BASE + 900
+STOPPED_STEP = 0.8  # a forward step that moved the player less than this share of a step stopped
 LONG_MARKS_S = (0, 10, 30, 60, 90)  # where the long rollouts are sampled (seconds)
 
 
@@ -119,6 +122,37 @@ def long_play(
     return out
 
 
+def stopped_share(ep: SimEpisode, start: int = 0) -> float:
+    """Of the frames from `start` whose keys step forward, the share in which the simulator's
+    player was stopped by a tree or the water (or slid along it): moved less than
+    `STOPPED_STEP` of a step. A session knows nothing of collisions and walks on there."""
+    lab = ep.labels[max(start - 1, 0) :]
+    forward = (lab["keys"][1:] & KEY_BITS["W"]) > 0
+    if not forward.any():
+        return 0.0
+
+    def moved(axis: str) -> np.ndarray:
+        d = np.diff(lab[axis].astype(np.float64))
+        return (d + 128.0) % 256.0 - 128.0  # the map wraps every 256 cells
+
+    step = np.hypot(moved("pose_x"), moved("pose_y"))
+    return float((step[forward] < STOPPED_STEP * WALK_SPEED).mean())
+
+
+def sheet_figures(gen: np.ndarray, truth: np.ndarray, ep: SimEpisode, start: int) -> dict:
+    """A contact-sheet session in numbers, every frame, not only the sheet's: its brightness
+    drift against the simulator, and over its second half the colour spread and sharpness
+    ratios (toward 0 when the picture dissolves into one colour), next to the share of
+    forward steps the simulator's player was stopped at."""
+    late = slice(len(gen) // 2, None)
+    return {
+        "brightness_drift": round(brightness_drift(gen, truth), 4),
+        "colour_spread_late": round(colour_spread_ratio(gen[late], truth[late]), 3),
+        "sharpness_late": round(sharpness_ratio(gen[late], truth[late]), 3),
+        "sim_stopped_share": round(stopped_share(ep, start), 3),
+    }
+
+
 def theme_sheets(
     world: World,
     out: Path,
@@ -130,21 +164,29 @@ def theme_sheets(
     """Per theme, a scripted session (walk, turn, idle, repeated): one frame every `every_s`
     seconds, simulator row above model row. With `prompts` (frame of the session: sentence)
     the player also types those, and the sheets are named prompts_60s_THEME.png. With
-    `around` the session also knows the rest of a full turn from its start (`ModelPlayer`)."""
+    `around` the session also knows the rest of a full turn from its start (`ModelPlayer`).
+    The sessions' `sheet_figures`, per theme and their means, go to NAME_figures.json, the
+    last path returned."""
     player = ModelPlayer(world, around)
     frames = seconds * 20 + 1
     typed = {PRIME_FRAMES + t: text for t, text in (prompts or {}).items()}
     name = "prompts_60s" if prompts else "contact_60s"
-    paths = []
+    paths, figures = [], {}
     for k, theme in enumerate(THEME_NAMES):
         spec = WorldSpec(SHEET_SEED_BASE + k, theme, 128)
         ep = SimEpisode(spec, scripted_inputs(PRIME_FRAMES + frames, typed)).simulate()
         gen, _ = player.rollout(ep, PRIME_FRAMES, frames)
+        truth = ep.frames[PRIME_FRAMES:]
         picks = np.arange(0, frames, every_s * 20)
         path = out / f"{name}_{theme}.png"
-        image_grid(path, [ep.frames[PRIME_FRAMES:][picks], gen[picks]])
+        image_grid(path, [truth[picks], gen[picks]])
         paths.append(path)
-    return paths
+        figures[theme] = sheet_figures(gen, truth, ep, PRIME_FRAMES)
+    keys = next(iter(figures.values())).keys()
+    mean = {key: round(float(np.mean([f[key] for f in figures.values()])), 4) for key in keys}
+    path = out / f"{name}_figures.json"
+    path.write_text(json.dumps({"mean": mean, "themes": figures}, indent=1))
+    return [*paths, path]
 
 
 def measure(

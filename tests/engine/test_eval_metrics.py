@@ -86,6 +86,16 @@ def test_brightness_drift_known_value():
     assert M.brightness_drift(gen, truth) == pytest.approx(0.1)
 
 
+def test_colour_spread_ratio_falls_as_the_picture_dissolves_into_one_colour():
+    rng = np.random.default_rng(1)
+    truth = rng.integers(0, 256, (3, 8, 8, 3), dtype=np.uint8)
+    assert M.colour_spread_ratio(truth, truth) == pytest.approx(1.0)
+    field = np.full_like(truth, 90)
+    assert M.colour_spread_ratio(field, truth) == pytest.approx(0.0, abs=1e-9)
+    faded = (truth.astype(np.float64) * 0.5 + 64).astype(np.uint8)
+    assert M.colour_spread_ratio(faded, truth) == pytest.approx(0.5, abs=0.02)
+
+
 def test_av_sync_recovers_a_known_delay_and_ignores_random_bursts():
     rng = np.random.default_rng(3)
     frames = 400

@@ -280,3 +280,45 @@ def test_the_prompt_sheet_session_types_its_sentences_on_their_frames():
     assert typed[500].prompts == ("make it night",) and not any(i.prompts for i in plain)
     assert [i.keys for i in typed] == [i.keys for i in plain]  # the walk is the same
     assert plain[0].keys == KEY_BITS["W"] and not plain[100].prompts  # nothing leaked back
+
+
+def _walk_episode(steps: list[float]):
+    """A SimEpisode holding W every frame whose player moves `steps[t]` along x at frame t,
+    starting beside the map's wrap so a step crosses it."""
+    from engine.eval.episodes import SimEpisode
+    from engine.sim import FrameInputs, WorldSpec
+
+    n = len(steps)
+    ep = SimEpisode(WorldSpec(0, "ember_forest", 128), [FrameInputs.hold("W")] * n)
+    labels = empty_labels(n)
+    labels["keys"] = FrameInputs.hold("W").keys
+    labels["pose_x"] = (255.9 + np.cumsum(steps)) % 256
+    labels["pose_y"] = 10.0
+    ep.labels, ep.frames = labels, np.zeros((n, 8, 8, 3), np.uint8)
+    return ep
+
+
+def test_stopped_share_counts_forward_steps_the_simulator_did_not_take():
+    from engine.spec import WALK_SPEED
+    from engine.train.measure import stopped_share
+
+    walked = [WALK_SPEED] * 6  # crosses the wrap at 256 without reading as a jump
+    assert stopped_share(_walk_episode(walked)) == 0.0
+    stuck = [WALK_SPEED] * 3 + [0.0, 0.05, 0.0]  # stopped, then sliding a little, stopped
+    assert stopped_share(_walk_episode(stuck)) == 0.6  # of the 5 steps after the first frame
+    assert stopped_share(_walk_episode(stuck), start=4) == 1.0
+
+
+def test_sheet_figures_tell_a_dissolved_session_from_the_world():
+    from engine.train.measure import sheet_figures
+
+    rng = np.random.default_rng(0)
+    ep = _walk_episode([0.25] * 8)
+    truth = rng.integers(0, 256, (8, 16, 16, 3), dtype=np.uint8)
+    same = sheet_figures(truth, truth, ep, 0)
+    assert same["brightness_drift"] == 0.0 and same["colour_spread_late"] == 1.0
+    field = np.full_like(truth, 40)
+    field[:4] = truth[:4]  # the first half still the world, the second half one colour
+    dissolved = sheet_figures(field, truth, ep, 0)
+    assert dissolved["colour_spread_late"] < 0.001 and dissolved["sharpness_late"] < 0.001
+    assert dissolved["brightness_drift"] > 0.1 and dissolved["sim_stopped_share"] == 0.0
