@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -12,7 +13,7 @@ from typing import Any
 
 import torch
 
-from engine.model.checkpoint import atomic_save, load_payload
+from engine.model.checkpoint import atomic_save, load_payload, save_checkpoint
 
 
 def pick_device(name: str = "auto") -> torch.device:
@@ -135,6 +136,23 @@ def optimizer_step(
 
 
 @dataclass
+class HeadTrainConfig:
+    """What every small head trained by `fit_rows` is configured by (the scene edit's and the
+    depth head's runs); a stage's config subclasses it with its own defaults and fields."""
+
+    out: str = "runs/head"
+    weights: str = "engine/weights"  # the tokenizer and code model the head is trained for
+    init: str | None = None  # the head's weights to warm-start from (the shipped ones, say)
+    episodes: int = 60
+    frames: int = 300
+    minutes: float = 10.0
+    batch: int = 64
+    lr: float = 2e-3
+    seed: int = 0
+    checkpoint_every: int = 200
+
+
+@dataclass
 class RowFit:
     """How `fit_rows` trains a head: batches of `batch` rows drawn from the training rows,
     AdamW at `lr` (cosine, 50 warm-up steps) for `minutes`, resumable from `out/state.pt`,
@@ -151,10 +169,8 @@ class RowFit:
     train: dict  # the run's config, stored with every checkpoint
 
     @classmethod
-    def of(cls, cfg: Any, name: str, title: str) -> RowFit:
-        """From a training config with out, minutes, lr, batch, seed and checkpoint_every."""
-        import dataclasses
-
+    def of(cls, cfg: HeadTrainConfig, name: str, title: str) -> RowFit:
+        """From a head's training config."""
         return cls(
             out=Path(cfg.out),
             name=name,
@@ -166,6 +182,18 @@ class RowFit:
             checkpoint_every=cfg.checkpoint_every,
             train=dataclasses.asdict(cfg),
         )
+
+
+def save_head(
+    out: Path, name: str, model: torch.nn.Module, cfg: HeadTrainConfig, step: int, report: dict
+) -> Path:
+    """A trained head's end of run: `out/name` (fp16, with its step and config) and its
+    report, written to `out/report.json` and printed as one JSON line."""
+    path = out / name
+    save_checkpoint(path, model.eval(), {"step": step, "train": dataclasses.asdict(cfg)}, half=True)
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+    print(json.dumps(report))
+    return path
 
 
 def fit_rows(

@@ -15,8 +15,6 @@ before, over all cells and over the cells that stand above the ground (trees, ro
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,12 +23,12 @@ import torch
 from tqdm import tqdm
 
 from engine.data.episode import PlayedFrame, play_episode
-from engine.model.checkpoint import load_checkpoint, save_checkpoint
+from engine.model.checkpoint import load_checkpoint
 from engine.model.conv_world import ConvWorldModel, flat_ground_inverse_depth
 from engine.model.depth_head import DepthHead, DepthHeadConfig, cell_inverse_depth
 from engine.model.video_ae import frames_to_tensor
 
-from .common import RowFit, cached, fit_rows
+from .common import HeadTrainConfig, RowFit, cached, fit_rows, save_head
 
 DEPTH_SEED_BASE = 90_000  # apart from the data sets', the eval's and the scene edit's seeds
 KEEP_EVERY = 3  # frames between two kept ones: neighbours are nearly the same picture
@@ -39,17 +37,8 @@ RAISED = 0.05  # a cell this much nearer than flat ground stands above it (1 / w
 
 
 @dataclass
-class DepthTrainConfig:
+class DepthTrainConfig(HeadTrainConfig):
     out: str = "runs/depth"
-    weights: str = "engine/weights"  # the tokenizer and code model the head reads for
-    init: str | None = None  # a depth.pt to warm-start from (the shipped one, say)
-    episodes: int = 60
-    frames: int = 300
-    minutes: float = 10.0
-    batch: int = 64
-    lr: float = 2e-3
-    seed: int = 0
-    checkpoint_every: int = 200
 
 
 def simulate(episodes: int, frames: int, resolution: int, cell: int) -> dict[str, np.ndarray]:
@@ -117,11 +106,7 @@ def train_depth(cfg: DepthTrainConfig) -> Path:
         "frames": int(len(train_rows)),
         "heldout": held_out_report(model, data, held),
     }
-    path = out / "depth.pt"
-    save_checkpoint(path, model.eval(), {"step": step, "train": dataclasses.asdict(cfg)}, half=True)
-    (out / "report.json").write_text(json.dumps(report, indent=1))
-    print(json.dumps(report))
-    return path
+    return save_head(out, "depth.pt", model, cfg, step, report)
 
 
 @torch.no_grad()

@@ -18,8 +18,6 @@ that the edit gets right and of those it leaves that the edit leaves.
 from __future__ import annotations
 
 import copy
-import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,14 +26,14 @@ import torch
 from tqdm import tqdm
 
 from engine.data.agent import RandomAgent, plan_episode
-from engine.model.checkpoint import load_checkpoint, save_checkpoint
+from engine.model.checkpoint import load_checkpoint
 from engine.model.conv_world import ConvWorldModel
 from engine.model.latent_codes import nearest_codes
 from engine.model.scene_edit import SCENE_EVENTS, SceneEdit, SceneEditConfig
 from engine.model.video_ae import frames_to_tensor
 from engine.sim.world import SimWorld, WorldSpec
 
-from .common import RowFit, cached, fit_rows
+from .common import HeadTrainConfig, RowFit, cached, fit_rows, save_head
 
 PAIR_SEED_BASE = 70_000  # the pair episodes' world seeds: apart from data sets and the eval's
 PAIR_EVERY = 10  # frames between two copied moments
@@ -46,17 +44,11 @@ HELDOUT_EVERY = 10  # every 10th episode's pairs are held out for the report
 
 
 @dataclass
-class SceneEditTrainConfig:
+class SceneEditTrainConfig(HeadTrainConfig):
     out: str = "runs/scene_edit"
-    weights: str = "engine/weights"  # the tokenizer and code model the edit works for
-    init: str | None = None  # a scene_edit.pt to warm-start from (the shipped one, say)
     episodes: int = 200
     frames: int = 200
     minutes: float = 20.0
-    batch: int = 64
-    lr: float = 2e-3
-    seed: int = 0
-    checkpoint_every: int = 200
 
 
 def simulate_pairs(
@@ -140,11 +132,7 @@ def train_scene_edit(cfg: SceneEditTrainConfig) -> Path:
         "pairs": int(len(train_rows)),
         "heldout": held_out_report(model, pairs, held),
     }
-    path = out / "scene_edit.pt"
-    save_checkpoint(path, model.eval(), {"step": step, "train": dataclasses.asdict(cfg)}, half=True)
-    (out / "report.json").write_text(json.dumps(report, indent=1))
-    print(json.dumps(report))
-    return path
+    return save_head(out, "scene_edit.pt", model, cfg, step, report)
 
 
 def edit_loss(edited: torch.Tensor, before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
