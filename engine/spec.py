@@ -49,6 +49,11 @@ PITCH_CELLS_PER_RADIAN = 8.0
 # height over the ground; the world model's walk warp spreads a flat ground out by them.
 WALK_SPEED = 0.25
 EYE_HEIGHT = 2.4
+# A footstep every STRIDE world units walked (and on a walk's first frame); between two the
+# eye bobs up by BOB_HEIGHT at most. The world model's sound cues keep the same rhythm
+# (engine/model/sound_cues.py).
+STRIDE = 2.0
+BOB_HEIGHT = 0.3
 
 
 @dataclass(frozen=True)

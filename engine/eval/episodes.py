@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.data.agent import RandomAgent, plan_episode
+from engine.model.inputs import input_features_from_labels
 from engine.runtime.events import Action, AudioIn, Image, Prompt
 from engine.runtime.session import World
 from engine.sim import FrameInputs, SimWorld, WorldSpec
@@ -135,7 +136,8 @@ class ModelPlayer:
     def prime(self, session, ep: SimEpisode, at: int) -> None:
         lo = max(0, at - PRIME_FRAMES)
         around = ep.views_around(at) if self.around else None
-        session.prime(ep.frames[lo:at], ep.audio[lo:at], around)
+        walked = input_features_from_labels(ep.labels[:at]) if at else None
+        session.prime(ep.frames[lo:at], ep.audio[lo:at], around, walked)
 
     def play(self, session, ep: SimEpisode, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Push frames [start, stop)'s inputs one frame at a time; (video, audio) generated."""

@@ -135,6 +135,9 @@ class ConvWorldConfig:
     # > 0: the sound is drawn by a flow-matching head (engine/model/sound_flow.py) in this
     # many Euler steps; the regressing head stays and gives the sound's mean
     audio_flow_steps: int = 0
+    # > 0: the sound head also reads this many sound cues a session keeps itself (the walk's
+    # footstep rhythm: engine/model/sound_cues.py)
+    sound_cues: int = 0
     # > 0 (with codes): a second reader of the newest sentence with this many channels
     # (engine/model/sentence_head.py) adds code logits while that sentence is younger than
     # `sentence_head_frames`; trained alone (`python -m engine.train conv --sentence-only`)
@@ -197,6 +200,9 @@ class Conditioning:
     # the newest slot, age 0). They get no text guidance and do not lift the code keep: what
     # the history shows is what the sentence asked for, so keeping it is following it.
     drawn: torch.Tensor | None = None
+    # (B, sound_cues) what the session knows of this frame's sound (engine/model/sound_cues.py);
+    # None: zeros (no cue)
+    cues: torch.Tensor | None = None
 
 
 # Frames after a reference picture arrives in which `code_keep` holds no cell (2 s)
@@ -274,7 +280,7 @@ class ConvWorldModel(nn.Module):
             nn.init.zeros_(self.flow_out.weight)
             nn.init.zeros_(self.flow_out.bias)
         audio_out = cfg.audio_dim * (2 if cfg.audio_sample else 1)
-        sound_in = wl + d + cfg.audio_history * cfg.audio_dim
+        sound_in = wl + d + cfg.sound_cues + cfg.audio_history * cfg.audio_dim
         self.audio_head = nn.Sequential(
             nn.Linear(sound_in, 2 * d), nn.SiLU(), nn.Linear(2 * d, audio_out)
         )
@@ -386,7 +392,10 @@ class ConvWorldModel(nn.Module):
         newest = context[:, -1] * mask[:, -1]
         if self.flow_out is not None:
             newest = warp(newest, self.flow_out(features))
-        heard = torch.cat([pooled, e, self.audio_history_rows(prev_audio).flatten(1)], dim=-1)
+        heard = torch.cat(
+            [pooled, e, self.sound_cue_rows(cond), self.audio_history_rows(prev_audio).flatten(1)],
+            dim=-1,
+        )
         audio = self.audio_head(heard)
         spread = None
         if self.config.audio_sample:
@@ -411,6 +420,13 @@ class ConvWorldModel(nn.Module):
             features if self.config.residual_codes else None,
             told,
         )
+
+    def sound_cue_rows(self, cond: Conditioning) -> torch.Tensor:
+        """(B, sound_cues) the cues the sound head reads: the conditioning's, zeros without."""
+        n = self.config.sound_cues
+        if cond.cues is None or not n:
+            return cond.inputs.new_zeros(cond.inputs.shape[0], n)
+        return cond.cues.to(cond.inputs)
 
     def audio_history_rows(self, prev_audio: torch.Tensor) -> torch.Tensor:
         """(B, A) or (B, H', A) past audio latents -> the (B, audio_history, A) the sound head

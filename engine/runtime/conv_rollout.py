@@ -32,6 +32,7 @@ from engine.model.conv_world import (
 )
 from engine.model.depth_head import DepthHead
 from engine.model.latent_codes import CodeDraws
+from engine.model.sound_cues import StrideClock
 from engine.model.view_memory import ViewMemory
 from engine.spec import PITCH_CELLS_PER_RADIAN, PITCH_LIMIT
 
@@ -76,6 +77,7 @@ class ConvRollout:
         self.image_since: int | None = None if image_token is None else 0
         self.history: list[torch.Tensor] = []  # newest last, at most `context`
         self.audio = torch.zeros(1, 0, cfg.audio_dim)  # (1, H, A) last sounds, newest last
+        self.stride = StrideClock()  # the walk's footstep rhythm, for a model with sound cues
         self.texts: list[tuple[torch.Tensor, int]] = []  # (embedding, arrival frame)
         # the arrival frames of the sentences whose change the history shows (`rewrite_history`)
         self.drawn: set[int] = set()
@@ -170,6 +172,11 @@ class ConvRollout:
         if self.model.config.codes:  # a code model's history is codes (it trained on no other)
             z = self._as_codes(z)
         self._remember(z, audio, frame)
+
+    def keep_stride(self, inputs: np.ndarray) -> None:
+        """The inputs (n, INPUT_FEATURES) of frames the session did not generate, oldest first
+        (a primed session's known past): its footsteps go on in the walk's rhythm."""
+        self.stride.advance(inputs)
 
     def remember_around(self, latents: torch.Tensor) -> None:
         """The rest of a full turn from the current view, (n, C, S, S) in n + 1 equal steps to
@@ -268,6 +275,9 @@ class ConvRollout:
             shape = (1, cfg.latent_channels, cfg.latent_size, cfg.latent_size)
             noise = torch.randn(shape, generator=self.gen)
         cond = self._conditioning(inputs, frame, text)
+        cue = self.stride.step(inputs)
+        if cfg.sound_cues:
+            cond.cues = cue[None]
         if cfg.camera_warp:
             cond.shift = self._history_move(cond)
         if self.views is not None:

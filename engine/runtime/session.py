@@ -364,13 +364,17 @@ class Session:
         frames: np.ndarray,
         audio: np.ndarray | None = None,
         around: np.ndarray | None = None,
+        inputs: np.ndarray | None = None,
     ) -> None:
         """Start from known pictures (e.g. a simulator clip): (n, H, W, 3) uint8 frames and
         optional (n, 800) int16 audio become the context, as if generated; idle inputs.
         `around` (m, H, W, 3), if given, is the rest of a full turn from the last frame in
         m + 1 equal steps to the right (`SimWorld.look_around`): the directions the session
-        knows before it first faces them. The known pictures show the world with the
-        session's reference picture, if it has one: it counts as settled (`settle_picture`)."""
+        knows before it first faces them. `inputs` (k, INPUT_FEATURES), if given, are the
+        inputs of the frames up to the last known one, oldest first (k may exceed n: a clip's
+        whole past): the session's footsteps keep that walk's rhythm. The known pictures show
+        the world with the session's reference picture, if it has one: it counts as settled
+        (`settle_picture`)."""
         pictures = frames_to_tensor(self._checked_frames(frames, "prime"))
         z = self.world.video_ae.encode(pictures)
         if self.world.particles is not None and len(pictures):
@@ -389,8 +393,11 @@ class Session:
         if around is not None:
             views = frames_to_tensor(self._checked_frames(around, "around"))
             self.rollout.remember_around(self.world.video_ae.encode(views))
-        if len(frames) and isinstance(self.rollout, ConvRollout):
-            self._settle_picture(self.rollout)
+        if isinstance(self.rollout, ConvRollout):
+            if inputs is not None:
+                self.rollout.keep_stride(inputs)
+            if len(frames):
+                self._settle_picture(self.rollout)
 
     def _settle_picture(self, rollout: ConvRollout) -> None:
         """A reference picture given before the known pictures is one they already show: it

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 # Timing and keys are defined once, import-light, in engine.spec (the web side reads them too).
 from engine.spec import (  # noqa: F401  (re-exported)
+    BOB_HEIGHT,
     DEFAULT_RESOLUTION,
     EYE_HEIGHT,
     FPS,
@@ -12,6 +13,7 @@ from engine.spec import (  # noqa: F401  (re-exported)
     PITCH_RATE,
     SAMPLE_RATE,
     SAMPLES_PER_FRAME,
+    STRIDE,
     SUPPORTED_RESOLUTIONS,
     TURN_RATE,
     WALK_SPEED,

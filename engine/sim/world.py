@@ -9,7 +9,15 @@ import numpy as np
 
 from . import constants as C
 from .audio import AudioGains, AudioMixer, build_audio_bank, wind_gain
-from .constants import EYE_HEIGHT, PITCH_LIMIT, PITCH_RATE, TURN_RATE, WALK_SPEED
+from .constants import (
+    BOB_HEIGHT,
+    EYE_HEIGHT,
+    PITCH_LIMIT,
+    PITCH_RATE,
+    STRIDE,
+    TURN_RATE,
+    WALK_SPEED,
+)
 from .creature import Creature, CreatureState, wrapped_delta
 from .fire import ASH_RGB, FLAME_RGB, FireField
 from .labels import LABEL_DTYPE
@@ -31,8 +39,6 @@ from .terrain import (
 )
 from .themes import THEME_IDS, Theme, apply_palette, get_theme
 
-STRIDE = 2.0  # world units walked per footstep
-BOB_HEIGHT = 0.3
 FIRE_TICK_FRAMES = 3
 FIRE_CAST_DISTANCE = 7.0
 FIRE_CAST_RADIUS = 3.0

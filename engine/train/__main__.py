@@ -377,6 +377,13 @@ def main(argv: list[str] | None = None) -> int:
         help="conv: past audio latents the sound head reads (an --init model gets the inputs)",
     )
     parser.add_argument(
+        "--sound-cues",
+        type=int,
+        default=None,
+        help="conv: sound cues the sound head reads (2: the footstep rhythm a session keeps "
+        "from the keys; an --init model gets the inputs)",
+    )
+    parser.add_argument(
         "--audio-sample",
         action="store_true",
         default=None,
@@ -576,6 +583,7 @@ def main(argv: list[str] | None = None) -> int:
                         "audio_history": args.audio_history,
                         "audio_sample": args.audio_sample,
                         "audio_flow_steps": args.audio_flow_steps,
+                        "sound_cues": args.sound_cues,
                     }.items()
                     if v is not None
                 },

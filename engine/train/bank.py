@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
+from engine.model.sound_cues import stride_cues
 from engine.model.text import TEXT_DIM
 
 from .latents import LatentEpisode
@@ -31,6 +32,7 @@ class LatentBank:
     video: torch.Tensor  # (N, C, S, S) float16 normalised latents
     audio: torch.Tensor  # (N, A)
     inputs: torch.Tensor  # (N, 13)
+    cues: torch.Tensor  # (N, SOUND_CUES) the sound cues a session keeps (from the keys)
     text: torch.Tensor  # (N, 384) the sentence typed at that frame, zeros if none
     local: torch.Tensor  # (N,) frame index within its episode
     episode: torch.Tensor  # (N,) episode index
@@ -79,6 +81,7 @@ class LatentBank:
             video=torch.cat([ep.video.half() for ep in episodes]),
             audio=torch.cat([ep.audio.float() for ep in episodes]),
             inputs=torch.cat([ep.inputs.float() for ep in episodes]),
+            cues=torch.cat([stride_cues(ep.inputs) for ep in episodes]),
             text=text,
             local=torch.cat(local),
             episode=torch.cat(episode),
@@ -149,10 +152,10 @@ class LatentBank:
         return cache[(window, first, end)]
 
     def windows(self, starts: torch.Tensor, window: int) -> dict[str, torch.Tensor]:
-        """Stacked windows: video/prev (B, T, C, S, S) float, audio, inputs, text, frame (local
-        index), and the memory at the window's last frame (theme, image, last sentences). The
-        reference image counts from the frame it arrived: `frame_has_image` (B, T) per frame,
-        `has_image` at the window's last frame."""
+        """Stacked windows: video/prev (B, T, C, S, S) float, audio, inputs, sound cues, text,
+        frame (local index), and the memory at the window's last frame (theme, image, last
+        sentences). The reference image counts from the frame it arrived: `frame_has_image`
+        (B, T) per frame, `has_image` at the window's last frame."""
         rows = starts[:, None] + torch.arange(window, device=starts.device)
         video = self.video[rows].float()
         before = self.video[(starts - 1).clamp(min=0)].float()
@@ -171,6 +174,7 @@ class LatentBank:
             "prev": prev,
             "audio": self.audio[rows],
             "inputs": self.inputs[rows],
+            "cues": self.cues[rows],
             "text": self.text[rows],
             "frame": self.local[rows],
             "theme": self.theme[episode],

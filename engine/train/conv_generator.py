@@ -192,6 +192,7 @@ def frame_conditioning(w: dict[str, torch.Tensor], t: int, noise: torch.Tensor) 
         theme=w["theme"],
         image=w["image"] * w["frame_has_image"][:, t, None],
         noise=noise,
+        cues=w["cues"][:, t],
     )
 
 
@@ -439,7 +440,11 @@ def _grown(model: ConvWorldModel, wanted: ConvWorldConfig) -> ConvWorldModel:
     model = with_sentence_head(model, wanted.sentence_head)
     model = with_camera_warp(model, wanted.camera_warp)
     return with_sound_head(
-        model, wanted.audio_history, wanted.audio_sample, wanted.audio_flow_steps
+        model,
+        wanted.audio_history,
+        wanted.audio_sample,
+        wanted.audio_flow_steps,
+        wanted.sound_cues,
     )
 
 
@@ -493,19 +498,21 @@ def _with_new_part(model: ConvWorldModel, prefix: str, **config: Any) -> ConvWor
 
 
 def with_sound_head(
-    model: ConvWorldModel, history: int, sample: bool, flow_steps: int = 0
+    model: ConvWorldModel, history: int, sample: bool, flow_steps: int = 0, cues: int = 0
 ) -> ConvWorldModel:
-    """The model with a sound head that reads `history` past audio latents, with `sample`
-    predicts a spread as well, and with `flow_steps` gains a flow-matching head drawing the
-    sound in that many Euler steps. It starts as the old head (the new inputs' weights and the
-    spread's weights zero, every spread 1; a new flow draws plain noise until trained). A head
-    that has all of these already, or more, is kept; a flow's steps are set as asked."""
+    """The model with a sound head that reads `history` past audio latents and `cues` sound
+    cues (engine/model/sound_cues.py), with `sample` predicts a spread as well, and with
+    `flow_steps` gains a flow-matching head drawing the sound in that many Euler steps. It
+    starts as the old head (the new inputs' weights and the spread's weights zero, every
+    spread 1; a new flow draws plain noise until trained). A head that has all of these
+    already, or more, is kept; a flow's steps are set as asked."""
     cfg = model.config
     wanted = dataclasses.replace(
         cfg,
         audio_history=max(history, cfg.audio_history),
         audio_sample=sample or cfg.audio_sample,
         audio_flow_steps=flow_steps or cfg.audio_flow_steps,
+        sound_cues=max(cues, cfg.sound_cues),
     )
     if wanted == cfg:
         return model
@@ -515,14 +522,12 @@ def with_sound_head(
     missing, unexpected = grown.load_state_dict(kept, strict=False)
     sound = ("audio_head", "sound_flow")
     assert not unexpected and all(n.startswith(sound) for n in missing), missing
-    shared = cfg.width_low + cfg.cond_dim  # pooled features and conditioning come first
-    heard = cfg.audio_history * cfg.audio_dim  # the old head's sounds, newest last
     with torch.no_grad():
-        if wanted.audio_history != cfg.audio_history:
-            _grow_sound_inputs(model.audio_head[0], grown.audio_head[0], shared, heard)
+        if (wanted.audio_history, wanted.sound_cues) != (cfg.audio_history, cfg.sound_cues):
+            _grow_sound_inputs(model.audio_head[0], grown.audio_head[0], cfg, wanted)
             if model.sound_flow is not None and grown.sound_flow is not None:
                 old_in, new_in = model.sound_flow.context_in[0], grown.sound_flow.context_in[0]
-                _grow_sound_inputs(old_in, new_in, shared, heard)
+                _grow_sound_inputs(old_in, new_in, cfg, wanted)
         if wanted.audio_sample != cfg.audio_sample:
             old_out, new_out = _linear(model.audio_head[2]), _linear(grown.audio_head[2])
             new_out.weight.zero_()
@@ -532,13 +537,18 @@ def with_sound_head(
     return grown
 
 
-def _grow_sound_inputs(old: torch.nn.Module, new: torch.nn.Module, shared: int, heard: int) -> None:
-    """Copy a sound head's input layer into one that reads more past sounds: the shared
-    inputs and the old sounds (newest last) keep their weights, the older ones start at 0."""
+def _grow_sound_inputs(
+    old: torch.nn.Module, new: torch.nn.Module, was: ConvWorldConfig, now: ConvWorldConfig
+) -> None:
+    """Copy a sound head's input layer into one that reads more cues or past sounds. Its
+    inputs are the pooled features and the conditioning, the cues, then the sounds (newest
+    last): what the old head read keeps its weights, what is new starts at 0."""
     old_in, new_in = _linear(old), _linear(new)
+    shared = was.width_low + was.cond_dim
+    heard = was.audio_history * was.audio_dim
     new_in.weight.zero_()
-    new_in.weight[:, :shared] = old_in.weight[:, :shared]
-    new_in.weight[:, new_in.in_features - heard :] = old_in.weight[:, shared:]
+    new_in.weight[:, : shared + was.sound_cues] = old_in.weight[:, : shared + was.sound_cues]
+    new_in.weight[:, new_in.in_features - heard :] = old_in.weight[:, old_in.in_features - heard :]
     new_in.bias.copy_(old_in.bias)
 
 
