@@ -135,8 +135,8 @@ class ConvWorldConfig:
     # > 0: the sound is drawn by a flow-matching head (engine/model/sound_flow.py) in this
     # many Euler steps; the regressing head stays and gives the sound's mean
     audio_flow_steps: int = 0
-    # > 0: the sound head also reads this many sound cues a session keeps itself (the walk's
-    # footstep rhythm: engine/model/sound_cues.py)
+    # > 0: the sound head also reads this many sound cues a session keeps itself (2: the
+    # walk's footstep rhythm; 4: and the weather its picture shows; engine/model/sound_cues.py)
     sound_cues: int = 0
     # > 0 (with codes): a second reader of the newest sentence with this many channels
     # (engine/model/sentence_head.py) adds code logits while that sentence is younger than
@@ -422,11 +422,12 @@ class ConvWorldModel(nn.Module):
         )
 
     def sound_cue_rows(self, cond: Conditioning) -> torch.Tensor:
-        """(B, sound_cues) the cues the sound head reads: the conditioning's, zeros without."""
+        """(B, sound_cues) the cues the sound head reads: the first `sound_cues` of the
+        conditioning's (engine/model/sound_cues.py lays them out), zeros without."""
         n = self.config.sound_cues
         if cond.cues is None or not n:
             return cond.inputs.new_zeros(cond.inputs.shape[0], n)
-        return cond.cues.to(cond.inputs)
+        return cond.cues[:, :n].to(cond.inputs)
 
     def audio_history_rows(self, prev_audio: torch.Tensor) -> torch.Tensor:
         """(B, A) or (B, H', A) past audio latents -> the (B, audio_history, A) the sound head

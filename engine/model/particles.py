@@ -32,6 +32,9 @@ class ParticlesConfig:
     width: int = 32  # the encoder's channels
     text_dim: int = 384
     hidden: int = 64  # the code head's
+    # per code, the weather (engine.sim WEATHERS index) most training frames on it show; ()
+    # unknown (written after training: `engine.train.particles.label_codes`)
+    code_weather: tuple[int, ...] = ()
 
 
 class Particles(nn.Module):
@@ -128,6 +131,11 @@ class Particles(nn.Module):
         row = torch.zeros(1, self.config.text_dim) if text is None else text.float().view(1, -1)
         logits = self.next_code_logits(torch.tensor([previous]), row, told)
         return int(logits.argmax(dim=1))
+
+    def weather_of(self, code: int) -> int:
+        """The weather a particle code shows (a WEATHERS index; 0, clear, where unknown)."""
+        known = self.config.code_weather
+        return int(known[code]) if 0 <= code < len(known) else 0
 
     @property
     def rest_code(self) -> int:

@@ -32,7 +32,7 @@ from engine.model.conv_world import (
 )
 from engine.model.depth_head import DepthHead
 from engine.model.latent_codes import CodeDraws
-from engine.model.sound_cues import StrideClock
+from engine.model.sound_cues import StrideClock, weather_cues
 from engine.model.view_memory import ViewMemory
 from engine.spec import PITCH_CELLS_PER_RADIAN, PITCH_LIMIT
 
@@ -78,6 +78,9 @@ class ConvRollout:
         self.history: list[torch.Tensor] = []  # newest last, at most `context`
         self.audio = torch.zeros(1, 0, cfg.audio_dim)  # (1, H, A) last sounds, newest last
         self.stride = StrideClock()  # the walk's footstep rhythm, for a model with sound cues
+        # the weather the session's picture shows (a WEATHERS index, set by the session from
+        # its particle layer), for a model with weather cues
+        self.weather = 0
         self.texts: list[tuple[torch.Tensor, int]] = []  # (embedding, arrival frame)
         # the arrival frames of the sentences whose change the history shows (`rewrite_history`)
         self.drawn: set[int] = set()
@@ -277,7 +280,7 @@ class ConvRollout:
         cond = self._conditioning(inputs, frame, text)
         cue = self.stride.step(inputs)
         if cfg.sound_cues:
-            cond.cues = cue[None]
+            cond.cues = torch.cat([cue, weather_cues(self.weather)])[None]
         if cfg.camera_warp:
             cond.shift = self._history_move(cond)
         if self.views is not None:

@@ -318,8 +318,8 @@ class Session:
             if max_frames is not None:
                 length = max(1, min(length, max_frames))
             inputs = input_features(keys, yaw, pitch, loud, onset, image is not None)
-            z, a = self.rollout.generate(inputs, self.frame_index, text)
             particle_codes.append(self._next_particle_code(text))
+            z, a = self.rollout.generate(inputs, self.frame_index, text)
             latents.append(z)
             pictures.append(self.rollout.last_frame)
             moves.append(self.rollout.display_move())
@@ -351,12 +351,18 @@ class Session:
         )
 
     def _next_particle_code(self, text: np.ndarray | None) -> int:
-        """The particle code of the frame just generated, from the last one and the sentence."""
+        """The particle code of the frame about to be generated, from the last one and the
+        sentence typed at it (the rollout is told the weather it shows, for the sound)."""
         if self.world.particles is None:
             return 0
         told = None if text is None else torch.as_tensor(text, dtype=torch.float32)
-        self.particle_code = self.world.particles.next_code(self.particle_code, told)
+        self._show_particle_code(self.world.particles.next_code(self.particle_code, told))
         return self.particle_code
+
+    def _show_particle_code(self, code: int) -> None:
+        self.particle_code = code
+        if self.world.particles is not None and isinstance(self.rollout, ConvRollout):
+            self.rollout.weather = self.world.particles.weather_of(code)
 
     @torch.inference_mode()
     def prime(
@@ -379,7 +385,7 @@ class Session:
         z = self.world.video_ae.encode(pictures)
         if self.world.particles is not None and len(pictures):
             particles = self.world.particles
-            self.particle_code = int(particles.nearest(particles.read(pictures[-1:]))[0])
+            self._show_particle_code(int(particles.nearest(particles.read(pictures[-1:]))[0]))
         a = (
             self.world.audio_ae.encode(int16_to_float(audio))
             if audio is not None

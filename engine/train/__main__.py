@@ -377,6 +377,12 @@ def main(argv: list[str] | None = None) -> int:
         help="conv: past audio latents the sound head reads (an --init model gets the inputs)",
     )
     parser.add_argument(
+        "--label-codes",
+        action="store_true",
+        help="particles: name the weather of each particle code of the --dest weights "
+        "(engine/weights) from --data's frames, for the sound head's weather cue",
+    )
+    parser.add_argument(
         "--sound-cues",
         type=int,
         default=None,
@@ -658,6 +664,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(json.dumps(result, indent=1))
         path = Path(args.heldout)
+    elif args.stage == "particles" and args.label_codes:
+        from .particles import label_particle_codes
+        from .ship import WEIGHTS
+
+        dest = Path(args.dest) if args.dest else WEIGHTS
+        print(json.dumps(label_particle_codes(dest, args.data or "data/v7")))
+        return 0
     elif args.stage == "particles":
         from .particles import ParticlesTrainConfig, train_particles
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
-from engine.model.sound_cues import stride_cues
+from engine.model.sound_cues import sound_cues
 from engine.model.text import TEXT_DIM
 
 from .latents import LatentEpisode
@@ -32,7 +32,7 @@ class LatentBank:
     video: torch.Tensor  # (N, C, S, S) float16 normalised latents
     audio: torch.Tensor  # (N, A)
     inputs: torch.Tensor  # (N, 13)
-    cues: torch.Tensor  # (N, SOUND_CUES) the sound cues a session keeps (from the keys)
+    cues: torch.Tensor  # (N, SOUND_CUES) the sound cues a session keeps (keys, weather)
     text: torch.Tensor  # (N, 384) the sentence typed at that frame, zeros if none
     local: torch.Tensor  # (N,) frame index within its episode
     episode: torch.Tensor  # (N,) episode index
@@ -81,7 +81,7 @@ class LatentBank:
             video=torch.cat([ep.video.half() for ep in episodes]),
             audio=torch.cat([ep.audio.float() for ep in episodes]),
             inputs=torch.cat([ep.inputs.float() for ep in episodes]),
-            cues=torch.cat([stride_cues(ep.inputs) for ep in episodes]),
+            cues=torch.cat([sound_cues(ep.inputs, ep.labels["weather"]) for ep in episodes]),
             text=text,
             local=torch.cat(local),
             episode=torch.cat(episode),

@@ -30,9 +30,9 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from engine.data import WindowReader
-from engine.model.checkpoint import save_checkpoint
+from engine.model.checkpoint import atomic_save, load_checkpoint, load_payload, save_checkpoint
 from engine.model.latent_codes import fit_codebook
-from engine.model.particles import NOISE_CHANNELS, Particles, ParticlesConfig
+from engine.model.particles import NOISE_CHANNELS, PARTICLES_FILE, Particles, ParticlesConfig
 from engine.model.video_ae import frames_to_tensor
 from engine.sim.constants import WEATHERS
 from engine.sim.render import overlay_alpha, weather_overlays
@@ -207,6 +207,9 @@ def train_particles(cfg: ParticlesTrainConfig) -> Path:
     states = read_states(model, data.frames)
     model.set_codebook(fit_codebook(states[::3], cfg.codes, seed=cfg.seed))
     codes = model.nearest(states).numpy()
+    model.config = dataclasses.replace(
+        model.config, code_weather=label_codes(codes, data.weather, cfg.codes)
+    )
     report = {"coder_steps": step, "codes": code_report(model, codes, data)}
     report["head"] = train_head(model, codes, data, load_text_table(cfg.text_table), cfg)
     path = out / "particles.pt"
@@ -216,6 +219,32 @@ def train_particles(cfg: ParticlesTrainConfig) -> Path:
     (out / "report.json").write_text(json.dumps(report, indent=1))
     print(json.dumps(report))
     return path
+
+
+def label_codes(codes: np.ndarray, weather: np.ndarray, n: int) -> tuple[int, ...]:
+    """Per code of `n`, the weather (WEATHERS index) most frames on it show: what the sound
+    is told a code means (engine/model/sound_cues.py); 0, clear, where no frame lands."""
+    out = []
+    for code in range(n):
+        mine = weather[codes == code]
+        out.append(int(np.bincount(mine, minlength=len(WEATHERS)).argmax()) if len(mine) else 0)
+    return tuple(out)
+
+
+def label_particle_codes(weights: Path, data: str) -> dict:
+    """Write `label_codes` into a trained weights folder's particles.pt from the frames of
+    `data` (a layer trained before the labels were kept); returns its code report."""
+    path = Path(weights) / PARTICLES_FILE
+    ckpt = load_payload(path)
+    model = load_checkpoint(None, Particles, ParticlesConfig, ckpt)
+    frames = load_particle_data(data)
+    codes = model.nearest(read_states(model, frames.frames)).numpy()
+    labels = label_codes(codes, frames.weather, model.config.codes)
+    ckpt["config"]["code_weather"] = list(labels)
+    atomic_save(ckpt, path)
+    return {"path": str(path), "code_weather": [WEATHERS[w] for w in labels]} | {
+        "codes": code_report(model, codes, frames)
+    }
 
 
 def balanced_rows(overlaid: np.ndarray, rng: np.random.Generator, batch: int) -> np.ndarray:

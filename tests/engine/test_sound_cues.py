@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from engine.model.inputs import input_features, input_features_from_labels
-from engine.model.sound_cues import SOUND_CUES, stride_cues
+from engine.model.sound_cues import SOUND_CUES, STRIDE_CUES, stride_cues
 from engine.runtime.conv_rollout import ConvRollout
 from engine.sim.constants import KEY_BITS
 from engine.train.bank import LatentBank
@@ -34,7 +34,7 @@ def test_the_clock_keeps_the_simulators_stride():
     assert steps_of([diagonal] * 9) == [0, 7]  # the simulator walks a diagonal at full speed
     assert steps_of([both] * 9) == []  # W and S cancel: no walk
     cues = stride_cues(np.stack([WALK] * 3))
-    assert cues.shape == (3, SOUND_CUES)
+    assert cues.shape == (3, STRIDE_CUES)
     assert cues[:, 1].tolist() == [0.0, 1.0, 0.0]  # the step of the frame before
 
 
@@ -60,7 +60,7 @@ def test_training_and_the_rollout_tell_the_sound_head_the_same_cues():
         ep.inputs[:] = torch.from_numpy(WALK)
         ep.inputs[10:13] = torch.from_numpy(STAND)
     bank = LatentBank.build(eps, table())
-    assert torch.equal(bank.cues[:30], stride_cues(eps[0].inputs))
+    assert torch.equal(bank.cues[:30, :STRIDE_CUES], stride_cues(eps[0].inputs))
     model = with_sound_head(small(), history=1, sample=False, cues=SOUND_CUES)
     start = 30 + 6  # a window of the second episode that does not open it
     w = conv_windows(bank, torch.tensor([start]), window=12)
@@ -109,3 +109,46 @@ def test_a_primed_session_keeps_the_walks_rhythm():
     fresh.generate(WALK, 0)
     assert fresh.stride.stepped_before  # a session that knows no past starts standing
 
+
+def test_the_weather_cue_is_the_datas_in_training_and_the_particle_layers_at_run_time():
+    from engine.model.particles import Particles, ParticlesConfig
+    from engine.model.sound_cues import RAIN, SNOW
+    from engine.runtime import Prompt, World
+    from engine.sim.constants import WEATHERS
+    from engine.train.particles import label_codes
+
+    from .test_runtime_session import FakeText, tiny_code_model, tiny_world
+
+    assert (WEATHERS[RAIN], WEATHERS[SNOW]) == ("rain", "snow")
+    ep = episode(frames=30)
+    ep.labels["weather"][10:20] = RAIN
+    ep.labels["weather"][20:] = SNOW
+    cues = LatentBank.build([ep], table()).cues
+    assert cues.shape == (30, SOUND_CUES)
+    assert (
+        cues[:, STRIDE_CUES:].tolist() == [[0.0, 0.0]] * 10 + [[1.0, 0.0]] * 10 + [[0.0, 1.0]] * 10
+    )
+    # a code is named by the weather most of its frames show; one no frame lands on is clear
+    codes = np.array([0, 0, 1, 1, 1, 2])
+    assert label_codes(codes, np.array([1, 1, 2, 0, 2, 3]), 4) == (1, 2, 3, 0)
+
+    model = with_sound_head(tiny_code_model(), history=1, sample=False, cues=SOUND_CUES)
+    roll = ConvRollout(model, theme=0)
+    roll.weather = SNOW
+    _, _, cond, _ = roll._next_frame_inputs(WALK, 0, None)
+    assert cond.cues.tolist() == [[1.0, 0.0, 0.0, 1.0]]  # a step, and snow
+    two = with_sound_head(tiny_code_model(), history=1, sample=False, cues=STRIDE_CUES)
+    assert two.sound_cue_rows(cond).tolist() == [[1.0, 0.0]]  # an older model reads the steps
+
+    layer = Particles(ParticlesConfig(codes=2, code_weather=(0, RAIN))).eval()
+    layer.set_codebook(torch.stack([torch.full((4,), -1.0), torch.ones(4)]))
+    layer.next_code = lambda previous, text: 1 if text is not None else previous  # type: ignore
+    assert Particles(ParticlesConfig(codes=2)).weather_of(1) == 0  # unnamed codes: clear
+    w = tiny_world()
+    world = World(w.video_ae, w.audio_ae, model, FakeText(), particles=layer)
+    session = world.start({"seed": 0, "theme": "misty_coast"}, opening=False)
+    session.next_chunk()
+    assert session.rollout.weather == 0
+    session.push(Prompt("make it rain"))
+    session.next_chunk(max_frames=1)
+    assert session.particle_code == 1 and session.rollout.weather == RAIN
