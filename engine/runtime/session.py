@@ -44,6 +44,7 @@ from engine.model.video_ae import (
     image_token,
     tensor_to_frames,
 )
+from engine.model.world import INPUT_FEATURES
 from engine.model.world_loader import Generator, load_world_model
 from engine.spec import FPS, SAMPLE_RATE, SAMPLES_PER_FRAME, THEME_NAMES
 
@@ -382,6 +383,10 @@ class Session:
         the world with the session's reference picture, if it has one: it counts as settled
         (`settle_picture`)."""
         pictures = frames_to_tensor(self._checked_frames(frames, "prime"))
+        if inputs is not None:
+            inputs = np.asarray(inputs, np.float32)
+            if inputs.ndim != 2 or inputs.shape[1] != INPUT_FEATURES:
+                raise EventError(f"prime inputs must be (k, {INPUT_FEATURES}) input features")
         z = self.world.video_ae.encode(pictures)
         if self.world.particles is not None and len(pictures):
             particles = self.world.particles

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from engine.model.inputs import input_features, input_features_from_labels
 from engine.model.sound_cues import SOUND_CUES, STRIDE_CUES, stride_cues
+from engine.runtime import EventError
 from engine.runtime.conv_rollout import ConvRollout
 from engine.sim.constants import KEY_BITS
 from engine.train.bank import LatentBank
@@ -152,3 +154,10 @@ def test_the_weather_cue_is_the_datas_in_training_and_the_particle_layers_at_run
     session.push(Prompt("make it rain"))
     session.next_chunk(max_frames=1)
     assert session.particle_code == 1 and session.rollout.weather == RAIN
+
+    primed = world.start({"seed": 0, "theme": "misty_coast"}, opening=False)
+    frames = np.zeros((2, 128, 128, 3), np.uint8)
+    with pytest.raises(EventError, match="prime inputs must be"):
+        primed.prime(frames, inputs=np.zeros((3, 5)))
+    primed.prime(frames, inputs=np.stack([WALK] * 3))
+    assert primed.rollout.stride.walked == 3  # the frame left over by the first step, and 2 more
