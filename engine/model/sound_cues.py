@@ -43,7 +43,7 @@ class StrideClock:
 
     def step(self, inputs: np.ndarray | torch.Tensor) -> torch.Tensor:
         """One frame's (INPUT_FEATURES,) inputs -> its (STRIDE_CUES,) cue."""
-        keys = np.asarray(torch.as_tensor(inputs).reshape(-1)[MOVE_FEATURES], np.float32)
+        keys = np.asarray(inputs, np.float32).reshape(-1)[MOVE_FEATURES]
         forward, strafe = keys[0] - keys[2], keys[3] - keys[1]  # W - S, D - A
         now = False
         if forward or strafe:
@@ -67,7 +67,7 @@ class StrideClock:
 def stride_cues(inputs: np.ndarray | torch.Tensor) -> torch.Tensor:
     """(N, INPUT_FEATURES) one episode's inputs from its first frame -> (N, STRIDE_CUES)."""
     clock = StrideClock()
-    rows = np.asarray(torch.as_tensor(inputs, dtype=torch.float32))
+    rows = np.asarray(inputs, np.float32)
     if not len(rows):
         return torch.zeros(0, STRIDE_CUES)
     return torch.stack([clock.step(row) for row in rows])

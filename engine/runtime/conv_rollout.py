@@ -278,9 +278,8 @@ class ConvRollout:
             shape = (1, cfg.latent_channels, cfg.latent_size, cfg.latent_size)
             noise = torch.randn(shape, generator=self.gen)
         cond = self._conditioning(inputs, frame, text)
-        cue = self.stride.step(inputs)
-        if cfg.sound_cues:
-            cond.cues = torch.cat([cue, weather_cues(self.weather)])[None]
+        if cfg.sound_cues:  # only a model that hears them keeps the rhythm
+            cond.cues = torch.cat([self.stride.step(inputs), weather_cues(self.weather)])[None]
         if cfg.camera_warp:
             cond.shift = self._history_move(cond)
         if self.views is not None:
