@@ -71,12 +71,14 @@ class EditBlock(nn.Module):
         return h + self.conv2(F.silu(self.conv1(F.silu(x))))
 
 
-class SceneEdit(nn.Module):
+class LatentEdit(nn.Module):
+    """The edit's trunk: latents in, latents out, every block told one condition vector
+    (`event_dim` numbers); the output starts as "nothing changed"."""
+
     def __init__(self, config: SceneEditConfig):
         super().__init__()
         self.config = config
         c, w = config.latent_channels, config.width
-        self.event_embedding = nn.Embedding(config.events, config.event_dim)
         self.inp = nn.Conv2d(c + 2, w, 3, padding=1)  # + where each cell sits in the frame
         self.body = nn.ModuleList(EditBlock(w, config.event_dim) for _ in range(config.blocks))
         self.out = nn.Conv2d(w, c, 3, padding=1)
@@ -87,14 +89,22 @@ class SceneEdit(nn.Module):
         self.where: torch.Tensor
         self.register_buffer("where", torch.stack([xs, ys])[None], persistent=False)
 
-    def forward(self, latents: torch.Tensor, event: torch.Tensor) -> torch.Tensor:
-        """(B, C, S, S) latents and (B,) `SCENE_EVENTS` indices -> the latents after it."""
+    def edit(self, latents: torch.Tensor, condition: torch.Tensor) -> torch.Tensor:
         b = len(latents)
         h = self.inp(torch.cat([latents, self.where.expand(b, -1, -1, -1)], dim=1))
-        e = self.event_embedding(event)
         for block in self.body:
-            h = block(h, e)
+            h = block(h, condition)
         return latents + self.out(F.silu(h))
+
+
+class SceneEdit(LatentEdit):
+    def __init__(self, config: SceneEditConfig):
+        super().__init__(config)
+        self.event_embedding = nn.Embedding(config.events, config.event_dim)
+
+    def forward(self, latents: torch.Tensor, event: torch.Tensor) -> torch.Tensor:
+        """(B, C, S, S) latents and (B,) `SCENE_EVENTS` indices -> the latents after it."""
+        return self.edit(latents, self.event_embedding(event))
 
     def change(self, latents: torch.Tensor, event: str) -> torch.Tensor:
         """(n, C, S, S) latents, every one of them changed by the event named `event`."""

@@ -192,7 +192,7 @@ class ConvRollout:
         self.views.write_around(latents)
 
     def rewrite_history(
-        self, change: Callable[[torch.Tensor], torch.Tensor], everywhere: bool
+        self, change: Callable[[torch.Tensor], torch.Tensor], everywhere: bool, drawn: bool = True
     ) -> None:
         """Every history frame changed by `change` ((n, C, S, S) -> the same; a code model's
         result snapped to its codes): the world changed at once (a sentence's scene edit).
@@ -200,10 +200,12 @@ class ConvRollout:
         directions stale: it is forgotten, and a turn there is painted in the changed world.
         The sentence typed at the next frame is the one drawn: the network is still told it,
         but not guided by it, and the code keep holds the change (`Conditioning.drawn`;
-        guided and unkept, the network let a drawn tree fade within 10 frames)."""
+        guided and unkept, the network let a drawn tree fade within 10 frames). A change no
+        sentence asked for (a reference picture's) is not `drawn`."""
         if not self.history:
             return
-        self.drawn.add(self.frame)
+        if drawn:
+            self.drawn.add(self.frame)
         frames = change(torch.stack(self.history))
         if self.model.config.codes:
             frames = self.model.snap(frames)

@@ -27,6 +27,7 @@ from engine.model.checkpoint import load_checkpoint
 from engine.model.conv_world import ConvWorldModel, warp_picture
 from engine.model.depth_head import DEPTH_FILE, DepthHead, DepthHeadConfig
 from engine.model.inputs import input_features
+from engine.model.palette_edit import PALETTE_EDIT_FILE, PaletteEdit, PaletteEditConfig
 from engine.model.particles import PARTICLES_FILE, Particles, ParticlesConfig
 from engine.model.scene_edit import (
     LOCAL_EVENTS,
@@ -101,11 +102,13 @@ class World:
         particles: Particles | None = None,
         scene_edit: SceneEdit | None = None,
         depth: DepthHead | None = None,
+        palette_edit: PaletteEdit | None = None,
     ):
         self.video_ae, self.audio_ae, self.model = video_ae.eval(), audio_ae.eval(), model.eval()
         self.depth = depth.eval() if depth is not None else None  # the walk warp's depth
         self.particles = particles.eval() if particles is not None else None
         self.scene_edit = scene_edit.eval() if scene_edit is not None else None
+        self.palette_edit = palette_edit.eval() if palette_edit is not None else None
         self.text = text_encoder or TextEncoder()
         self.snap = snap
         self.resolution = 8 * model.config.latent_size
@@ -134,12 +137,13 @@ class World:
         missing = [f for f in WEIGHT_FILES if not (folder / f).exists()]
         if missing:
             raise FileNotFoundError(f"weights missing in {folder}: {missing}")
-        openings, snap, particles, scene_edit, depth = (
+        openings, snap, particles, scene_edit, depth, palette_edit = (
             folder / OPENINGS_FILE,
             folder / SNAP_FILE,
             folder / PARTICLES_FILE,
             folder / SCENE_EDIT_FILE,
             folder / DEPTH_FILE,
+            folder / PALETTE_EDIT_FILE,
         )
         world = cls(
             load_checkpoint(folder / "video_ae.pt", VideoAE, VideoAEConfig),
@@ -154,6 +158,9 @@ class World:
             if scene_edit.exists()
             else None,
             depth=load_checkpoint(depth, DepthHead, DepthHeadConfig) if depth.exists() else None,
+            palette_edit=load_checkpoint(palette_edit, PaletteEdit, PaletteEditConfig)
+            if palette_edit.exists()
+            else None,
         )
         if preload_text:
             world.text.encode(["warm up"])
@@ -314,6 +321,7 @@ class Session:
                 self._edit_scene(prompts[0][1])
             if image is not None:
                 self.rollout.set_image(image_token(self.world.video_ae, image))
+                self._recolour_scene(image)
             if (text is not None or image is not None) and not latents:
                 length = LONG_CHUNK_FRAMES
             if max_frames is not None:
@@ -350,6 +358,19 @@ class Session:
         self.rollout.rewrite_history(
             lambda latents: edit.change(latents, event), everywhere=event not in LOCAL_EVENTS
         )
+
+    def _recolour_scene(self, picture: np.ndarray) -> None:
+        """The world recoloured at once by a reference picture: every history frame edited by
+        the weights' palette edit (engine/model/palette_edit.py), if they carry one; the
+        history then shows the picture, so the code keep holds it from now."""
+        edit = self.world.palette_edit
+        if edit is None or not isinstance(self.rollout, ConvRollout):
+            return
+        theme = int(self.rollout.theme[0])
+        self.rollout.rewrite_history(
+            lambda latents: edit.recolour(latents, picture, theme), everywhere=True, drawn=False
+        )
+        self.rollout.settle_picture()
 
     def _next_particle_code(self, text: np.ndarray | None) -> int:
         """The particle code of the frame about to be generated, from the last one and the

@@ -196,6 +196,11 @@ class SimWorld:
         self.reference_image = np.ascontiguousarray(image, np.uint8)
         self.theme = apply_palette(self.base_theme, palette_from_image(self.reference_image))
 
+    def apply_reference(self, spec: ReferenceSpec | np.ndarray) -> None:
+        """The world recoloured at once by a reference picture (what a pushed image does)."""
+        self._set_reference(spec)
+        self._recolour()
+
     def _recolour(self) -> None:
         """Rebuild albedo/emissive/lit maps (palette, weather or time of day changed)."""
         theme: Theme = self.theme
@@ -326,8 +331,7 @@ class SimWorld:
         inputs = inputs or FrameInputs()
         events: list[str] = []
         if inputs.image is not None:
-            self._set_reference(inputs.image)
-            self._recolour()
+            self.apply_reference(inputs.image)
         for text in inputs.prompts:
             resolved = resolve(text)
             if resolved.event is not None:

@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             "conv",
             "particles",
             "scene-edit",
+            "palette-edit",
             "depth",
         ),
     )
@@ -683,12 +684,14 @@ def main(argv: list[str] | None = None) -> int:
             "codes": args.codes,
         }
         path = train_particles(given_config(ParticlesTrainConfig, given))
-    elif args.stage in ("scene-edit", "depth"):
+    elif args.stage in ("scene-edit", "palette-edit", "depth"):
         from .depth import DepthTrainConfig, train_depth
+        from .palette_edit import PaletteEditTrainConfig, train_palette_edit
         from .scene_edit import SceneEditTrainConfig, train_scene_edit
 
         stages: dict[str, tuple[type, Callable[[Any], Path]]] = {
             "scene-edit": (SceneEditTrainConfig, train_scene_edit),
+            "palette-edit": (PaletteEditTrainConfig, train_palette_edit),
             "depth": (DepthTrainConfig, train_depth),
         }
         config_cls, train = stages[args.stage]

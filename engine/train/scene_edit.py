@@ -18,8 +18,10 @@ that the edit gets right and of those it leaves that the edit leaves.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -51,13 +53,13 @@ class SceneEditTrainConfig(HeadTrainConfig):
     minutes: float = 20.0
 
 
-def simulate_pairs(
-    episodes: int, frames: int, resolution: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(before, after) pictures (N, H, W, 3) uint8, each pair's event (N,) as a `SCENE_EVENTS`
-    index and its episode (N,)."""
-    before, after, events, episode = [], [], [], []
-    for e in tqdm(range(episodes), desc="scene edit: pairs", unit="episode", mininterval=10):
+def pair_moments(
+    episodes: int, frames: int, resolution: int, desc: str
+) -> Iterator[tuple[int, SimWorld, np.random.Generator]]:
+    """Every `PAIR_EVERY` frames of random-agent play in `episodes` simulator episodes: the
+    episode's index, its world at that moment (copy it before changing it) and a generator
+    seeded by the episode for what the pair draws."""
+    for e in tqdm(range(episodes), desc=desc, unit="episode", mininterval=10):
         seed = PAIR_SEED_BASE + e
         plan = plan_episode(seed, frames)
         sim = SimWorld(WorldSpec(seed, plan.theme, resolution, plan.reference_image))
@@ -66,17 +68,46 @@ def simulate_pairs(
         labels = None
         for t in range(frames):
             labels = sim.step(agent.act(t, labels)).labels
-            if t % PAIR_EVERY != PAIR_EVERY - 1:
-                continue
-            now = sim.look(0)
-            for k in rng.choice(len(SCENE_EVENTS), EVENTS_PER_MOMENT, replace=False):
-                changed = copy.deepcopy(sim)
-                changed.apply_event(SCENE_EVENTS[k])
-                before.append(now)
-                after.append(changed.look(0))
-                events.append(k)
-                episode.append(e)
+            if t % PAIR_EVERY == PAIR_EVERY - 1:
+                yield e, sim, rng
+
+
+def simulate_pairs(
+    episodes: int, frames: int, resolution: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(before, after) pictures (N, H, W, 3) uint8, each pair's event (N,) as a `SCENE_EVENTS`
+    index and its episode (N,)."""
+    before, after, events, episode = [], [], [], []
+    for e, sim, rng in pair_moments(episodes, frames, resolution, "scene edit: pairs"):
+        now = sim.look(0)
+        for k in rng.choice(len(SCENE_EVENTS), EVENTS_PER_MOMENT, replace=False):
+            changed = copy.deepcopy(sim)
+            changed.apply_event(SCENE_EVENTS[k])
+            before.append(now)
+            after.append(changed.look(0))
+            events.append(k)
+            episode.append(e)
     return np.stack(before), np.stack(after), np.array(events), np.array(episode)
+
+
+def code_world(weights: str) -> tuple[Any, ConvWorldModel]:
+    """The shipped world whose history an edit rewrites, and its code model."""
+    from engine.runtime.session import World
+
+    world = World.load(weights)
+    model = world.model
+    assert isinstance(model, ConvWorldModel), "an edit is for a code model's history"
+    assert model.residual_book is None, "an edit targets one code per cell"
+    return world, model
+
+
+def snapped_latents(world: Any, model: ConvWorldModel, pictures: np.ndarray, name: str):
+    """(N, H, W, 3) pictures as the session's history holds them: encoded by the tokenizer,
+    each cell snapped to its nearest code's vector."""
+    starts = tqdm(range(0, len(pictures), 256), desc=f"{name}: encode")
+    return model.snap(
+        torch.cat([world.video_ae.encode(frames_to_tensor(pictures[i : i + 256])) for i in starts])
+    )
 
 
 @torch.no_grad()
@@ -85,36 +116,32 @@ def encode_pairs(cfg: SceneEditTrainConfig) -> dict[str, torch.Tensor]:
     code's vector): what a session's history holds, and what the edit's result becomes.
     Against the tokenizer's own latent the target would carry the codebook's rounding (a mean
     squared 0.11, more than a lantern changes), which nothing can predict."""
-    from engine.runtime.session import World
-
-    world = World.load(cfg.weights)
-    model = world.model
-    assert isinstance(model, ConvWorldModel), "the scene edit is for a code model's history"
+    world, model = code_world(cfg.weights)
     before, after, events, episode = simulate_pairs(cfg.episodes, cfg.frames, world.resolution)
-
-    def encode(pictures: np.ndarray, name: str) -> torch.Tensor:
-        starts = tqdm(range(0, len(pictures), 256), desc=f"scene edit: encode {name}")
-        return torch.cat(
-            [world.video_ae.encode(frames_to_tensor(pictures[i : i + 256])) for i in starts]
-        )
-
-    assert model.residual_book is None, "the scene edit targets one code per cell"
     codebook: torch.Tensor = model.codebook  # type: ignore[assignment]
     return {
-        "before": model.snap(encode(before, "before")),
-        "after": model.snap(encode(after, "after")),
+        "before": snapped_latents(world, model, before, "scene edit: before"),
+        "after": snapped_latents(world, model, after, "scene edit: after"),
         "event": torch.from_numpy(events),
         "episode": torch.from_numpy(episode),
         "codebook": codebook.clone(),
     }
 
 
-def train_scene_edit(cfg: SceneEditTrainConfig) -> Path:
+def open_pair_run(
+    cfg: HeadTrainConfig, encode: Callable[[], dict[str, torch.Tensor]]
+) -> tuple[Path, dict[str, torch.Tensor], torch.Tensor]:
+    """An edit's run folder, its pairs (encoded once, then cached in `out/pairs.pt`) and which
+    of them are held out for the report (every `HELDOUT_EVERY`th episode's)."""
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)
-    pairs = cached(out / "pairs.pt", lambda: encode_pairs(cfg))
-    held = (pairs["episode"] % HELDOUT_EVERY) == 0
+    pairs = cached(out / "pairs.pt", encode)
+    return out, pairs, (pairs["episode"] % HELDOUT_EVERY) == 0
+
+
+def train_scene_edit(cfg: SceneEditTrainConfig) -> Path:
+    out, pairs, held = open_pair_run(cfg, lambda: encode_pairs(cfg))
     train_rows = torch.nonzero(~held)[:, 0]
     book = pairs["codebook"]
     model = SceneEdit(SceneEditConfig(latent_channels=book.shape[1]))

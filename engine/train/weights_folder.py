@@ -12,6 +12,7 @@ import torch
 from engine.model.checkpoint import save_checkpoint
 from engine.model.conv_world import ConvWorldModel
 from engine.model.depth_head import DEPTH_FILE
+from engine.model.palette_edit import PALETTE_EDIT_FILE
 from engine.model.particles import PARTICLES_FILE
 from engine.model.scene_edit import SCENE_EDIT_FILE
 from engine.model.sentence_snap import SNAP_FILE
@@ -29,6 +30,7 @@ WEIGHT_PARTS = (
     PARTICLES_FILE,
     SCENE_EDIT_FILE,
     DEPTH_FILE,
+    PALETTE_EDIT_FILE,
 )
 
 

@@ -1,0 +1,113 @@
+"""The palette edit: a reference picture recolours the session's history at once."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from engine.model.checkpoint import load_checkpoint
+from engine.model.palette_edit import PaletteEdit, PaletteEditConfig, picture_palette
+from engine.runtime import Image, World
+from engine.sim import FrameInputs, SimWorld, WorldSpec
+from engine.sim.reference import load_reference_image, palette_from_image
+
+from .test_runtime_session import FakeText, tiny_code_model, tiny_world
+
+PALETTE = {"sky": [250, 20, 30], "foliage": [10, 200, 40], "ground": [20, 30, 240]}
+
+
+def edit_world(edit: PaletteEdit | None) -> World:
+    w = tiny_world()
+    return World(w.video_ae, w.audio_ae, tiny_code_model(), FakeText(), palette_edit=edit)
+
+
+def test_the_palette_is_the_simulators_reading_of_the_picture():
+    picture = load_reference_image(PALETTE)
+    told = picture_palette(picture).numpy() * 255
+    read = palette_from_image(picture)
+    assert np.allclose(told, np.concatenate([read["sky"], read["foliage"], read["ground"]]))
+    odd = np.random.default_rng(0).integers(0, 256, (37, 50, 3)).astype(np.uint8)
+    read = palette_from_image(odd)
+    expected = np.concatenate([read["sky"], read["foliage"], read["ground"]])
+    assert np.abs(picture_palette(odd).numpy() * 255 - expected).max() <= 0.5  # sim rounds
+
+
+def test_the_edit_starts_as_nothing_changed_and_hears_the_palette_and_theme():
+    edit = PaletteEdit(PaletteEditConfig()).eval()
+    latents = torch.randn(2, 8, 16, 16)
+    picture = load_reference_image(PALETTE)
+    assert torch.equal(edit.recolour(latents, picture, theme=1), latents)
+    with torch.no_grad():
+        torch.nn.init.normal_(edit.out.weight, std=0.1)
+        other = load_reference_image({**PALETTE, "sky": [0, 0, 0]})
+        a = edit.recolour(latents, picture, theme=1)
+        assert not torch.allclose(a, edit.recolour(latents, other, theme=1))
+        assert not torch.allclose(a, edit.recolour(latents, picture, theme=2))
+
+
+def test_apply_reference_recolours_the_world_as_a_pushed_picture_does():
+    picture = load_reference_image(PALETTE)
+    looked, stepped = (SimWorld(WorldSpec(seed=4, theme="frost_valley")) for _ in range(2))
+    before = looked.look(0)
+    looked.apply_reference(picture)
+    stepped.step(FrameInputs(image=picture))
+    assert looked.theme == stepped.theme != stepped.base_theme
+    assert np.abs(looked.look(0).astype(int) - before).mean() > 10  # the picture changed
+
+
+def test_a_reference_picture_rewrites_the_history_undrawn_and_settled():
+    edit = PaletteEdit(PaletteEditConfig()).eval()
+    told: list[tuple[np.ndarray, int]] = []
+    real = edit.recolour
+
+    def spying(latents, picture, theme):
+        told.append((picture, theme))
+        return real(latents, picture, theme) + 1.0
+
+    edit.recolour = spying  # type: ignore[method-assign]
+    world = edit_world(edit)
+    session = world.start({"seed": 0, "theme": "misty_coast"}, opening=False)
+    session.prime(np.zeros((2, 128, 128, 3), np.uint8))
+    roll = session.rollout
+    before = torch.stack(roll.history)
+    picture = load_reference_image(PALETTE)
+    session.push(Image(picture))
+    session.next_chunk(max_frames=1)
+    assert len(told) == 1 and np.array_equal(told[0][0], picture)
+    assert told[0][1] == int(roll.theme[0])
+    # every history frame edited and snapped, then the new frame generated on top of it
+    assert torch.equal(torch.stack(roll.history[:-1]), world.model.snap(before + 1.0)[1:])
+    assert roll.drawn == set()  # no sentence asked for it: a sentence now is still guided
+    assert roll.image_since is not None and roll.frame - roll.image_since >= 40  # settled
+
+
+def test_a_world_without_the_edit_leaves_the_history_to_the_network():
+    session = edit_world(None).start({"seed": 2, "theme": "ember_forest"}, opening=False)
+    session.prime(np.zeros((2, 128, 128, 3), np.uint8))
+    roll = session.rollout
+    rewrites: list[bool] = []
+    roll.rewrite_history = lambda *a, **k: rewrites.append(True)  # type: ignore[method-assign]
+    session.push(Image(load_reference_image(PALETTE)))
+    session.next_chunk(max_frames=1)
+    assert rewrites == [] and roll.image_since == roll.frame - 1  # the settle window is open
+
+
+def test_a_training_run_writes_an_edit_that_loads_and_reports(tmp_path):
+    from engine.train.palette_edit import (
+        PaletteEditTrainConfig,
+        simulate_pairs,
+        train_palette_edit,
+    )
+
+    pairs = simulate_pairs(episodes=1, frames=20, resolution=128)
+    assert pairs["before"].shape == pairs["after"].shape == (4, 128, 128, 3)
+    assert pairs["palette"].shape == (4, 9) and 0 <= pairs["palette"].min() <= 1
+    assert (np.abs(pairs["after"].astype(int) - pairs["before"]).mean(axis=(1, 2, 3)) > 1).all()
+    cfg = PaletteEditTrainConfig(out=str(tmp_path), episodes=2, frames=20, minutes=0.02)
+    path = train_palette_edit(cfg)
+    edit = load_checkpoint(path, PaletteEdit, PaletteEditConfig)
+    out = edit.recolour(torch.zeros(1, 8, 16, 16), load_reference_image(PALETTE), theme=0)
+    assert out.shape == (1, 8, 16, 16)
+    report = (tmp_path / "report.json").read_text()
+    assert '"changed_right"' in report and (tmp_path / "loss.png").exists()
+    assert train_palette_edit(cfg) == path  # resumes: the budget is spent, nothing retrains
