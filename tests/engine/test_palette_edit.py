@@ -111,3 +111,24 @@ def test_a_training_run_writes_an_edit_that_loads_and_reports(tmp_path):
     report = (tmp_path / "report.json").read_text()
     assert '"changed_right"' in report and (tmp_path / "loss.png").exists()
     assert train_palette_edit(cfg) == path  # resumes: the budget is spent, nothing retrains
+
+
+def test_the_shipped_edit_brings_the_pictures_sky_at_once():
+    """Shipped weights: a session given a red-sky picture shows, in the oldest frame of its
+    history (from before the picture), a sky nearer to the picture's than without the edit."""
+    shipped = World.load()
+    assert shipped.palette_edit is not None
+    sky = np.array(PALETTE["sky"], np.float32) / 255
+    distances = []
+    for edit in (None, shipped.palette_edit):
+        shipped.palette_edit = edit
+        session = shipped.start({"seed": 3, "theme": "misty_coast"})
+        session.next_chunk()
+        session.push(Image(load_reference_image(PALETTE)))
+        session.next_chunk(max_frames=1)
+        oldest = session.rollout.history[0][None]
+        with torch.no_grad():
+            picture = shipped.video_ae.decode(oldest)[0]  # (3, H, W) in [0, 1]
+        top = picture[:, : picture.shape[1] * 3 // 10].mean(dim=(1, 2)).numpy()
+        distances.append(float(np.linalg.norm(top - sky)))
+    assert distances[1] < distances[0] - 0.05
