@@ -182,6 +182,18 @@ def _rgb(value: Any, field: str) -> tuple[int, int, int]:
     return red, green, blue
 
 
+def band_colours(image: np.ndarray) -> dict[str, tuple[float, float, float]]:
+    """The mean colour of each of `REFERENCE_BANDS` of an (H, W, 3) picture: what a reference
+    picture asks of the world (the simulator rounds it; the palette edit is told it)."""
+    height = image.shape[0]
+    colours: dict[str, tuple[float, float, float]] = {}
+    for band, (lo, hi) in REFERENCE_BANDS.items():
+        rows = image[int(lo * height) : max(int(hi * height), int(lo * height) + 1)]
+        red, green, blue = (float(v) for v in rows.reshape(-1, 3).mean(axis=0))
+        colours[band] = (red, green, blue)
+    return colours
+
+
 def load_reference_image(spec: ReferenceSpec, base_dir: Path | None = None) -> np.ndarray:
     """Return the reference as a (64, 64, 3) uint8 picture (numpy and PIL load on first use)."""
     import numpy as np

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.spec import REFERENCE_BANDS, THEME_NAMES
+from engine.spec import REFERENCE_BANDS, THEME_NAMES, band_colours
 
 from .scene_edit import LatentEdit, SceneEditConfig
 
@@ -34,13 +34,9 @@ class PaletteEditConfig(SceneEditConfig):
 
 def picture_palette(picture: np.ndarray) -> torch.Tensor:
     """(PALETTE_NUMBERS,) in [0, 1]: the mean colour of each band of an (H, W, 3) uint8
-    picture, the way the simulator reads a reference image."""
-    height = picture.shape[0]
-    means = []
-    for lo, hi in REFERENCE_BANDS.values():
-        rows = picture[int(lo * height) : max(int(hi * height), int(lo * height) + 1)]
-        means.append(rows.reshape(-1, 3).astype(np.float32).mean(axis=0) / 255.0)
-    return torch.from_numpy(np.concatenate(means))
+    picture, the way the simulator reads a reference image (`band_colours`)."""
+    colours = np.array(list(band_colours(picture).values()), np.float32)
+    return torch.from_numpy(colours.reshape(-1) / 255.0)
 
 
 class PaletteEdit(LatentEdit):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 # The picture format is defined once in engine.spec (the runtime reads it without the simulator).
-from engine.spec import REFERENCE_BANDS, REFERENCE_SIZE, ReferenceImageError, ReferenceSpec
+from engine.spec import REFERENCE_SIZE, ReferenceImageError, ReferenceSpec, band_colours
 from engine.spec import load_reference_image as load_reference_image
 
 __all__ = [
@@ -24,11 +24,9 @@ __all__ = [
 
 
 def palette_from_image(image: np.ndarray) -> dict[str, tuple[int, int, int]]:
-    """Mean colour of each horizontal band of the picture."""
-    height = image.shape[0]
+    """Mean colour of each horizontal band of the picture, rounded."""
     palette: dict[str, tuple[int, int, int]] = {}
-    for band, (lo, hi) in REFERENCE_BANDS.items():
-        rows = image[int(lo * height) : max(int(hi * height), int(lo * height) + 1)]
-        red, green, blue = (int(round(v)) for v in rows.reshape(-1, 3).mean(axis=0))
+    for band, colour in band_colours(image).items():
+        red, green, blue = (int(round(v)) for v in colour)
         palette[band] = (red, green, blue)
     return palette

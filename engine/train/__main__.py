@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         "--init",
         default=None,
         help="conv: a conv world.pt to warm-start from; scene-edit: a scene_edit.pt; "
+        "palette-edit: a palette_edit.pt; "
         "depth: a depth.pt",
     )
     parser.add_argument(

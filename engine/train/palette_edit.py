@@ -24,13 +24,19 @@ import torch
 
 from engine.data.agent import random_palette
 from engine.model.checkpoint import load_checkpoint
-from engine.model.latent_codes import nearest_codes
 from engine.model.palette_edit import PaletteEdit, PaletteEditConfig, picture_palette
 from engine.sim.reference import load_reference_image
 from engine.spec import THEME_NAMES
 
 from .common import HeadTrainConfig, RowFit, fit_rows, save_head
-from .scene_edit import code_world, edit_loss, open_pair_run, pair_moments, snapped_latents
+from .scene_edit import (
+    code_agreement,
+    code_world,
+    edit_loss,
+    open_pair_run,
+    pair_moments,
+    snapped_latents,
+)
 
 PALETTES_PER_MOMENT = 2
 
@@ -97,19 +103,8 @@ def train_palette_edit(cfg: PaletteEditTrainConfig) -> Path:
 
 @torch.no_grad()
 def held_out(model: PaletteEdit, pairs: dict[str, torch.Tensor], held: torch.Tensor) -> dict:
-    """On the held-out episodes: the share of cells the recolouring changes whose code the
-    edit gets right (leaving them gets none), of the cells it leaves the share left."""
+    """`code_agreement` of the edit with the held-out episodes' pairs."""
     rows = torch.nonzero(held)[:, 0]
-    book = pairs["codebook"]
     before = pairs["before"][rows].float()
-    after = nearest_codes(pairs["after"][rows].float(), book)
     edited = model(before, pairs["palette"][rows].float(), pairs["theme"][rows])
-    was, now = nearest_codes(before, book), nearest_codes(edited, book)
-    changed = was != after
-    right = now == after
-    return {
-        "pairs": int(len(rows)),
-        "changed_cells": round(float(changed.float().mean()), 4),
-        "changed_right": round(float(right[changed].float().mean()), 3),
-        "kept_right": round(float(right[~changed].float().mean()), 3),
-    }
+    return code_agreement(before, pairs["after"][rows].float(), edited, pairs["codebook"])

@@ -172,27 +172,30 @@ def edit_loss(edited: torch.Tensor, before: torch.Tensor, after: torch.Tensor) -
 
 @torch.no_grad()
 def held_out_report(model: SceneEdit, pairs: dict[str, torch.Tensor], held: torch.Tensor) -> dict:
-    """For each event on the held-out episodes: of the cells the event changes, the share
-    whose code the edit gets right (leaving them as they were gets none); of the cells it
-    leaves, the share the edit leaves too."""
-    book = pairs["codebook"]
+    """For each event on the held-out episodes, `code_agreement` of the edit with the pairs."""
     out = {}
     for k, name in enumerate(SCENE_EVENTS):
         rows = torch.nonzero(held & (pairs["event"] == k))[:, 0]
         if not len(rows):
             continue
         before = pairs["before"][rows].float()
-        after = nearest_codes(pairs["after"][rows].float(), book)
-        edited = nearest_codes(model(before, pairs["event"][rows]), book)
-        was = nearest_codes(before, book)
-        changed = was != after
-        right = edited == after
-        out[name] = {
-            "pairs": int(len(rows)),
-            "changed_cells": round(float(changed.float().mean()), 4),
-            "changed_right": round(float(right[changed].float().mean()), 3)
-            if changed.any()
-            else None,
-            "kept_right": round(float(right[~changed].float().mean()), 3),
-        }
+        edited = model(before, pairs["event"][rows])
+        out[name] = code_agreement(before, pairs["after"][rows].float(), edited, pairs["codebook"])
     return out
+
+
+def code_agreement(
+    before: torch.Tensor, after: torch.Tensor, edited: torch.Tensor, book: torch.Tensor
+) -> dict:
+    """Of the cells the change turns to another code, the share whose code the edit gets
+    right (leaving them as they were gets none); of the cells it leaves, the share the edit
+    leaves too."""
+    was, wanted, got = (nearest_codes(z, book) for z in (before, after, edited))
+    changed = was != wanted
+    right = got == wanted
+    return {
+        "pairs": int(len(before)),
+        "changed_cells": round(float(changed.float().mean()), 4),
+        "changed_right": round(float(right[changed].float().mean()), 3) if changed.any() else None,
+        "kept_right": round(float(right[~changed].float().mean()), 3),
+    }
