@@ -30,6 +30,9 @@ PALETTE_NUMBERS = 3 * len(REFERENCE_BANDS)
 class PaletteEditConfig(SceneEditConfig):
     themes: int = len(THEME_NAMES)
     width: int = 48
+    # trained on frames already recoloured too (engine/train/palette_edit.partly_recoloured):
+    # a session keeps it on for every new frame, not only the history the picture finds
+    holds: bool = False
 
 
 def picture_palette(picture: np.ndarray) -> torch.Tensor:

@@ -19,6 +19,7 @@ larger, and the network repaints it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -93,6 +94,27 @@ class ViewMemory:
         self.seen &= ~self.told
         self.latent[:, self.told] = 0.0
         self.told.zero_()
+
+    def rewrite(self, change: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        """Every remembered direction changed by `change` ((n, C, S, S) -> the same), as the
+        history is when the whole world changes at once (night, a reference picture): the
+        canvas at the current tilt goes through it as the frames a full turn in place would
+        show, and keeps what it had seen, changed. They are then the changed world's, no longer
+        only told of; rows beyond the frames (tilted far) are forgotten."""
+        x, y = self.offset
+        offsets = [(x - q * self.size, y) for q in range(FULL_TURN_CELLS // self.size)]
+        places = [self._view(offset) for offset in offsets]
+        frames = torch.stack(
+            [self.latent[:, r.clamp(0, len(self.seen) - 1)][:, :, c] for r, c, _ in places]
+        )
+        changed = change(frames).detach().float()
+        seen = self.seen.clone()
+        self.forget_all()
+        for (rows, columns, inside), frame in zip(places, changed, strict=True):
+            r, c = rows[inside][:, None], columns[None, :]
+            kept = seen[r, c]
+            self.latent[:, r, c] = torch.where(kept, frame[:, inside], 0.0)
+            self.seen[r, c] = kept
 
     def forget_all(self) -> None:
         """Forget every direction: the whole world changed (night fell, rain came)."""

@@ -84,6 +84,7 @@ class ConvRollout:
         self.texts: list[tuple[torch.Tensor, int]] = []  # (embedding, arrival frame)
         # the arrival frames of the sentences whose change the history shows (`rewrite_history`)
         self.drawn: set[int] = set()
+        self.held_change: Callable[[torch.Tensor], torch.Tensor] | None = None  # `hold_change`
         self.frame = 0
         self.last_frame: torch.Tensor | None = None  # never decoded here
 
@@ -196,8 +197,9 @@ class ConvRollout:
     ) -> None:
         """Every history frame changed by `change` ((n, C, S, S) -> the same; a code model's
         result snapped to its codes): the world changed at once (a sentence's scene edit).
-        A change `everywhere` (night, rain) leaves what the view memory holds of the other
-        directions stale: it is forgotten, and a turn there is painted in the changed world.
+        A change `everywhere` (night, rain, a reference picture) changes what the view
+        memory holds of the other directions too (`ViewMemory.rewrite`), so a turn there
+        shows the same place in the changed world.
         The sentence typed at the next frame is the one drawn: the network is still told it,
         but not guided by it, and the code keep holds the change (`Conditioning.drawn`;
         guided and unkept, the network let a drawn tree fade within 10 frames). A change no
@@ -206,14 +208,28 @@ class ConvRollout:
             return
         if drawn:
             self.drawn.add(self.frame)
-        frames = change(torch.stack(self.history))
-        if self.model.config.codes:
-            frames = self.model.snap(frames)
-        self.history = list(frames)
+        changed = self._snapped(change)
+        self.history = list(changed(torch.stack(self.history)))
         if self.views is not None:
             if everywhere:
-                self.views.forget_all()
+                self.views.rewrite(changed)
             self.views.write(self.history[-1])
+
+    def hold_change(self, change: Callable[[torch.Tensor], torch.Tensor] | None) -> None:
+        """Every frame generated from now put through `change` ((n, C, S, S) -> the same; a
+        code model's result snapped) before it joins the history and is shown, or none with
+        None. A reference picture's palette edit stays on this way: the network paints the
+        cells a walk or a turn brings in partly in the theme's own colours, and a frosty
+        ground went back to white within 3 s of the picture (MODEL.md v32)."""
+        self.held_change = None if change is None else self._snapped(change)
+
+    def _snapped(
+        self, change: Callable[[torch.Tensor], torch.Tensor]
+    ) -> Callable[[torch.Tensor], torch.Tensor]:
+        """`change` as the history takes it: a code model's frames stay codes."""
+        if not self.model.config.codes:
+            return change
+        return lambda frames: self.model.snap(change(frames))
 
     def _as_codes(self, z: torch.Tensor) -> torch.Tensor:
         """A latent as a code model's history holds it: each cell its nearest code's vector
@@ -297,6 +313,8 @@ class ConvRollout:
         z, a = sample_frame(
             self.model, context, valid, self.audio, cond, noise, self.gen, self.draws
         )
+        if self.held_change is not None:
+            z = self.held_change(z)
         self._remember(z[0], a[0], frame)  # a code model's frame is codes already
         return z[0], a[0]
 

@@ -320,8 +320,7 @@ class Session:
             if prompts and prompts[0][1] is not None:
                 self._edit_scene(prompts[0][1])
             if image is not None:
-                self.rollout.set_image(image_token(self.world.video_ae, image))
-                self._recolour_scene(image)
+                self._show_picture(image)
             if (text is not None or image is not None) and not latents:
                 length = LONG_CHUNK_FRAMES
             if max_frames is not None:
@@ -359,18 +358,27 @@ class Session:
             lambda latents: edit.change(latents, event), everywhere=event not in LOCAL_EVENTS
         )
 
-    def _recolour_scene(self, picture: np.ndarray) -> None:
-        """The world recoloured at once by a reference picture: every history frame edited by
-        the weights' palette edit (engine/model/palette_edit.py), if they carry one; the
-        history then shows the picture, so the code keep holds it from now."""
+    def _show_picture(self, picture: np.ndarray) -> None:
+        """The network told the reference picture; with the weights' palette edit
+        (engine/model/palette_edit.py) the world is first recoloured at once, every history
+        frame and every direction the session knows (before the rollout hears of the
+        picture, which forgets what was not rewritten); as the history then shows the
+        picture, the code keep holds it from now, and an edit trained for it (`holds`) stays
+        on for every new frame (`ConvRollout.hold_change`) until another picture comes."""
         edit = self.world.palette_edit
-        if edit is None or not isinstance(self.rollout, ConvRollout):
-            return
-        theme = int(self.rollout.theme[0])
-        self.rollout.rewrite_history(
-            lambda latents: edit.recolour(latents, picture, theme), everywhere=True, drawn=False
-        )
-        self.rollout.settle_picture()
+        recolour = edit is not None and isinstance(self.rollout, ConvRollout)
+        if recolour:
+            theme = int(self.rollout.theme[0])
+
+            def change(latents: torch.Tensor) -> torch.Tensor:
+                return edit.recolour(latents, picture, theme)
+
+            self.rollout.rewrite_history(change, everywhere=True, drawn=False)
+            if edit.config.holds:
+                self.rollout.hold_change(change)
+        self.rollout.set_image(image_token(self.world.video_ae, picture))
+        if recolour:
+            self.rollout.settle_picture()
 
     def _next_particle_code(self, text: np.ndarray | None) -> int:
         """The particle code of the frame about to be generated, from the last one and the

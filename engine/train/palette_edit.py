@@ -8,9 +8,11 @@ The scene edit's moments (`scene_edit.pair_moments`: random play, a moment every
 recoloured); each moment is copied once per drawn palette (`random_palette`, the data's
 reference images), recoloured (`SimWorld.apply_reference`) and both seen from the same place.
 Trained as the scene edit is (`edit_loss` on code-snapped latents). Resumable; the pairs are
-cached in `out/pairs.pt`. The result is `out/palette_edit.pt` (fp16), `out/loss.png` and
+cached in `out/pairs.pt`; part of the inputs are partly or wholly recoloured already
+(`partly_recoloured`). The result is `out/palette_edit.pt` (fp16), `out/loss.png` and
 `out/report.json`: on held-out episodes, the share of the cells the recolouring changes that
-the edit gets right and of those it leaves that it leaves.
+the edit gets right and of those it leaves that it leaves (per theme too, and on frames
+already recoloured).
 """
 
 from __future__ import annotations
@@ -39,6 +41,26 @@ from .scene_edit import (
 )
 
 PALETTES_PER_MOMENT = 2
+PATCH_CELLS = 4  # a partly recoloured input is recoloured in blocks of 4x4 cells
+
+
+def partly_recoloured(
+    before: torch.Tensor, after: torch.Tensor, share: float, gen: torch.Generator | None = None
+) -> torch.Tensor:
+    """The edit's inputs for a batch of pairs: of a `share` of the rows, half show the world
+    already recoloured (nothing is left to change) and half a patchwork of blocks of
+    `PATCH_CELLS` cells either way, the rest the world before. Why: a session keeps the edit
+    on while the picture is shown (`ConvRollout.hold_change`) and puts every new frame
+    through it, which is the network's frame, recoloured where it kept the picture's colours
+    and not where it painted the theme's own."""
+    b, _, h, w = before.shape
+    kind = torch.rand(b, generator=gen)
+    coarse = (h // PATCH_CELLS, w // PATCH_CELLS)
+    patches = torch.rand(b, 1, *coarse, generator=gen) < torch.rand(b, 1, 1, 1, generator=gen)
+    patches = patches.repeat_interleave(PATCH_CELLS, 2).repeat_interleave(PATCH_CELLS, 3)
+    done = torch.where((kind < share / 2)[:, None, None, None], True, patches)
+    done &= (kind < share)[:, None, None, None]
+    return torch.where(done, after, before)
 
 
 @dataclass
@@ -47,6 +69,7 @@ class PaletteEditTrainConfig(HeadTrainConfig):
     episodes: int = 60
     frames: int = 200
     minutes: float = 10.0
+    recoloured_share: float = 0.5  # of the inputs, partly or wholly recoloured already
 
 
 def simulate_pairs(episodes: int, frames: int, resolution: int) -> dict[str, np.ndarray]:
@@ -85,15 +108,20 @@ def encode_pairs(cfg: PaletteEditTrainConfig) -> dict[str, torch.Tensor]:
 
 def train_palette_edit(cfg: PaletteEditTrainConfig) -> Path:
     out, pairs, held = open_pair_run(cfg, lambda: encode_pairs(cfg))
-    model = PaletteEdit(PaletteEditConfig(latent_channels=pairs["codebook"].shape[1]))
+    model = PaletteEdit(
+        PaletteEditConfig(
+            latent_channels=pairs["codebook"].shape[1], holds=cfg.recoloured_share > 0
+        )
+    )
     if cfg.init:  # warm start (a fresh run; a resumed one loads its own state below)
         init = load_checkpoint(cfg.init, PaletteEdit, PaletteEditConfig)
         model.load_state_dict(init.state_dict())
 
     def loss_of(rows: torch.Tensor) -> torch.Tensor:
-        was = pairs["before"][rows].float()
+        after = pairs["after"][rows].float()
+        was = partly_recoloured(pairs["before"][rows].float(), after, cfg.recoloured_share)
         edited = model(was, pairs["palette"][rows].float(), pairs["theme"][rows])
-        return edit_loss(edited, was, pairs["after"][rows].float())
+        return edit_loss(edited, was, after)
 
     train_rows = torch.nonzero(~held)[:, 0]
     step = fit_rows(model, train_rows, loss_of, RowFit.of(cfg, "edit", "palette edit"))
@@ -103,8 +131,19 @@ def train_palette_edit(cfg: PaletteEditTrainConfig) -> Path:
 
 @torch.no_grad()
 def held_out(model: PaletteEdit, pairs: dict[str, torch.Tensor], held: torch.Tensor) -> dict:
-    """`code_agreement` of the edit with the held-out episodes' pairs."""
+    """`code_agreement` of the edit with the held-out episodes' pairs: from the world before
+    (all of them and per theme), and from the world already recoloured (what a session's
+    every new frame is, where the network kept the picture's colours)."""
     rows = torch.nonzero(held)[:, 0]
-    before = pairs["before"][rows].float()
-    edited = model(before, pairs["palette"][rows].float(), pairs["theme"][rows])
-    return code_agreement(before, pairs["after"][rows].float(), edited, pairs["codebook"])
+    before, after = pairs["before"][rows].float(), pairs["after"][rows].float()
+    palette, theme = pairs["palette"][rows].float(), pairs["theme"][rows]
+    edited = model(before, palette, theme)
+    book = pairs["codebook"]
+    report = code_agreement(before, after, edited, book)
+    report["by_theme"] = {
+        name: code_agreement(before[mine], after[mine], edited[mine], book)
+        for k, name in enumerate(THEME_NAMES)
+        if (mine := theme == k).any()
+    }
+    report["recoloured"] = code_agreement(after, after, model(after, palette, theme), book)
+    return report

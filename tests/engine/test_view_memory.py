@@ -242,6 +242,36 @@ def test_a_change_of_world_forgets_what_the_session_was_only_told():
     assert torch.equal(views.recall()[0], shown)
 
 
+def test_a_rewrite_changes_every_direction_it_knows_and_nothing_it_does_not():
+    views = ViewMemory(2, 16, pad_rows=4)
+    shown = torch.randn(2, 16, 16)
+    views.write(shown)
+    around = torch.randn(3, 2, 16, 16)
+    views.write_around(around)  # a quarter, half, three quarters to the right
+    views.seen[:, 32:48] = False  # as if the half turn had never been told of
+    views.latent[:, :, 32:48] = 0.0
+    views.move(0.0, 3.0)  # looking up 3 cells: the frame's bottom 3 rows are beyond it
+    frames: list[torch.Tensor] = []
+
+    def change(latents: torch.Tensor) -> torch.Tensor:
+        frames.append(latents)
+        return latents * 2.0 + 1.0
+
+    views.rewrite(change)
+    assert frames[0].shape == (4, 2, 16, 16)  # the turn in place, as four frames
+    assert views.offset == [0.0, 3.0] and not views.told.any()  # the changed world's own
+    views.move(0.0, -3.0)
+    latent, seen = views.recall()
+    assert seen[:13].all() and not seen[13:].any()  # rows the frames did not hold: forgotten
+    assert torch.equal(latent[:, :13], shown[:, :13] * 2.0 + 1.0)
+    views.forget_told()  # a later change of world keeps them
+    views.move(-16.0, 0.0)
+    assert torch.equal(views.recall()[0][:, :13], around[0][:, :13] * 2.0 + 1.0)
+    views.move(-16.0, 0.0)
+    latent, seen = views.recall()
+    assert not seen.any() and not latent.any()  # never seen: still unknown, not changed
+
+
 def test_a_sentence_or_a_picture_makes_a_session_forget_the_views_it_was_told():
     model = code_model(warp_whole_cells=True, view_memory=True)
     for change in ("text", "image"):
