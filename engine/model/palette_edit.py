@@ -43,6 +43,8 @@ def picture_palette(picture: np.ndarray) -> torch.Tensor:
 
 
 class PaletteEdit(LatentEdit):
+    config: PaletteEditConfig
+
     def __init__(self, config: PaletteEditConfig):
         super().__init__(config)
         self.theme_embedding = nn.Embedding(config.themes, config.event_dim)

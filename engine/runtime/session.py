@@ -365,20 +365,21 @@ class Session:
         picture, which forgets what was not rewritten); as the history then shows the
         picture, the code keep holds it from now, and an edit trained for it (`holds`) stays
         on for every new frame (`ConvRollout.hold_change`) until another picture comes."""
-        edit = self.world.palette_edit
-        recolour = edit is not None and isinstance(self.rollout, ConvRollout)
-        if recolour:
-            theme = int(self.rollout.theme[0])
+        edit, roll = self.world.palette_edit, self.rollout
+        token = image_token(self.world.video_ae, picture)
+        if edit is None or not isinstance(roll, ConvRollout):
+            roll.set_image(token)
+            return
+        theme = int(roll.theme[0])
 
-            def change(latents: torch.Tensor) -> torch.Tensor:
-                return edit.recolour(latents, picture, theme)
+        def change(latents: torch.Tensor) -> torch.Tensor:
+            return edit.recolour(latents, picture, theme)
 
-            self.rollout.rewrite_history(change, everywhere=True, drawn=False)
-            if edit.config.holds:
-                self.rollout.hold_change(change)
-        self.rollout.set_image(image_token(self.world.video_ae, picture))
-        if recolour:
-            self.rollout.settle_picture()
+        roll.rewrite_history(change, everywhere=True, drawn=False)
+        if edit.config.holds:
+            roll.hold_change(change)
+        roll.set_image(token)
+        roll.settle_picture()
 
     def _next_particle_code(self, text: np.ndarray | None) -> int:
         """The particle code of the frame about to be generated, from the last one and the

@@ -18,7 +18,7 @@ already recoloured).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +70,7 @@ class PaletteEditTrainConfig(HeadTrainConfig):
     frames: int = 200
     minutes: float = 10.0
     recoloured_share: float = 0.5  # of the inputs, partly or wholly recoloured already
+    width: int = PaletteEditConfig.width  # the edit's channels (a warm start keeps its own)
 
 
 def simulate_pairs(episodes: int, frames: int, resolution: int) -> dict[str, np.ndarray]:
@@ -108,13 +109,12 @@ def encode_pairs(cfg: PaletteEditTrainConfig) -> dict[str, torch.Tensor]:
 
 def train_palette_edit(cfg: PaletteEditTrainConfig) -> Path:
     out, pairs, held = open_pair_run(cfg, lambda: encode_pairs(cfg))
-    model = PaletteEdit(
-        PaletteEditConfig(
-            latent_channels=pairs["codebook"].shape[1], holds=cfg.recoloured_share > 0
-        )
-    )
+    holds = cfg.recoloured_share > 0
+    channels = pairs["codebook"].shape[1]
+    model = PaletteEdit(PaletteEditConfig(latent_channels=channels, width=cfg.width, holds=holds))
     if cfg.init:  # warm start (a fresh run; a resumed one loads its own state below)
         init = load_checkpoint(cfg.init, PaletteEdit, PaletteEditConfig)
+        model = PaletteEdit(replace(init.config, holds=holds))
         model.load_state_dict(init.state_dict())
 
     def loss_of(rows: torch.Tensor) -> torch.Tensor:
