@@ -70,7 +70,6 @@ class PaletteEditTrainConfig(HeadTrainConfig):
     frames: int = 200
     minutes: float = 10.0
     recoloured_share: float = 0.5  # of the inputs, partly or wholly recoloured already
-    width: int = PaletteEditConfig.width  # the edit's channels (a warm start keeps its own)
 
 
 def simulate_pairs(episodes: int, frames: int, resolution: int) -> dict[str, np.ndarray]:
@@ -111,7 +110,7 @@ def train_palette_edit(cfg: PaletteEditTrainConfig) -> Path:
     out, pairs, held = open_pair_run(cfg, lambda: encode_pairs(cfg))
     holds = cfg.recoloured_share > 0
     channels = pairs["codebook"].shape[1]
-    model = PaletteEdit(PaletteEditConfig(latent_channels=channels, width=cfg.width, holds=holds))
+    model = PaletteEdit(PaletteEditConfig(latent_channels=channels, holds=holds))
     if cfg.init:  # warm start (a fresh run; a resumed one loads its own state below)
         init = load_checkpoint(cfg.init, PaletteEdit, PaletteEditConfig)
         model = PaletteEdit(replace(init.config, holds=holds))
